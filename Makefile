@@ -1,0 +1,58 @@
+# Kelvin's thin Makefile: every target says what it does, installs what is
+# missing (scripts/deps), and hands the real work to CMake and ctest.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+CMAKE_FLAGS ?=
+
+.PHONY: all build run test test-unit bench fuzz format clean deps
+
+all: build
+
+build:
+	@scripts/deps build
+	@echo "make: configuring and building kelvin in $(BUILD)/"
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@scripts/run-demo $(BUILD)
+
+test:
+	@scripts/deps build test
+	@scripts/peers
+	@echo "make: building the normal tree in $(BUILD)/"
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	@echo "make: building the AddressSanitizer + UBSan tree in $(ASAN_BUILD)/"
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKELVIN_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@echo "make: running every test (normal build)"
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@echo "make: running every test under ASan + UBSan"
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@scripts/deps bench
+	@scripts/peers
+	@echo "make: running the benchmarks (bench/run); results go to stdout"
+	@bench/run $(BUILD)
+
+fuzz:
+	@scripts/deps build fuzz
+	@echo "make: building libFuzzer targets with clang in $(FUZZ_BUILD)/"
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKELVIN_FUZZ=ON -DKELVIN_SANITIZE=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@for f in $(FUZZ_BUILD)/fuzz/fuzz_*; do n=$${f##*/fuzz_}; \
+		echo "make: fuzzing $$n for $(FUZZ_SECONDS)s (corpus fuzz/corpus/$$n)"; \
+		mkdir -p fuzz/corpus/$$n; \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$n; $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_BUILD)/corpus/$$n fuzz/corpus/$$n || exit 1; done
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

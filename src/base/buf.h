@@ -1,0 +1,49 @@
+/* buf.h -- a growable byte buffer with a sticky error flag.
+ *
+ * Writers append without checking each call; an allocation failure or a
+ * size limit sets buf->err once (BASE_E_NOMEM / BASE_E_LIMIT) and every
+ * later append is a no-op, so the caller checks base_buf_err() once at the
+ * end (the dav1d "sticky error" habit). The data is always NUL-terminated
+ * when len > 0 or cap > 0, for libc's edge, but the length is what counts.
+ *
+ * Ownership: the buffer owns data; base_buf_free() releases it;
+ * base_buf_steal() hands it to the caller (free with free()).
+ */
+#ifndef KELVIN_BASE_BUF_H
+#define KELVIN_BASE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct base_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t limit; /* 0 = no limit; otherwise len never exceeds it */
+    int err;      /* 0 or the first BASE_E_* that happened */
+} base_buf;
+
+#define BASE_BUF_INIT {0}
+
+void base_buf_init(base_buf *b, size_t limit);
+void base_buf_free(base_buf *b);
+/* Empties the buffer but keeps its memory and clears the error. */
+void base_buf_reset(base_buf *b);
+/* Makes room for n more bytes; returns 0 or the sticky error. */
+int base_buf_reserve(base_buf *b, size_t n);
+void base_buf_append(base_buf *b, const void *p, size_t n);
+void base_buf_puts(base_buf *b, const char *s);
+void base_buf_putc(base_buf *b, char c);
+void base_buf_printf(base_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void base_buf_vprintf(base_buf *b, const char *fmt, va_list ap);
+void base_buf_u64(base_buf *b, uint64_t v);
+void base_buf_i64(base_buf *b, int64_t v);
+/* Appends v as Go's strconv.FormatFloat(v, 'g', -1, 64) (client_golang's
+ * exposition format): shortest round-trip digits, NaN, +Inf, -Inf. */
+void base_buf_double(base_buf *b, double v);
+/* Takes the data out; the buffer is left empty. Caller frees with free(). */
+char *base_buf_steal(base_buf *b, size_t *ret_len);
+static inline int base_buf_err(const base_buf *b) { return b->err; }
+
+#endif

@@ -1,0 +1,228 @@
+/* num.c -- checked parsers and shortest round-trip float formatting.
+ *
+ * Shortest digits: a double has 15.95 significant decimal digits, so any
+ * decimal of <= 15 digits that rounds to v is what printf("%.14e") gives
+ * once its trailing zeros are stripped. We try 15 digits, then 16, then
+ * 17 (17 always round-trips), checking each with strtod. Integers below
+ * 1e15 take a fast path with no printf at all; most GPU and host values are
+ * integers.
+ */
+#include "base/num.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+int base_parse_u64(const char *s, size_t n, uint64_t *ret) {
+    if (n == 0) return BASE_E_PARSE;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9) return BASE_E_PARSE;
+        if (v > (UINT64_MAX - d) / 10) return BASE_E_RANGE;
+        v = v * 10 + d;
+    }
+    *ret = v;
+    return 0;
+}
+
+int base_parse_i64(const char *s, size_t n, int64_t *ret) {
+    int neg = 0;
+    if (n && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        s++;
+        n--;
+    }
+    uint64_t u;
+    int rc = base_parse_u64(s, n, &u);
+    if (rc) return rc;
+    if (neg) {
+        if (u > (uint64_t)INT64_MAX + 1) return BASE_E_RANGE;
+        *ret = u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u;
+    } else {
+        if (u > (uint64_t)INT64_MAX) return BASE_E_RANGE;
+        *ret = (int64_t)u;
+    }
+    return 0;
+}
+
+static int ieq(const char *s, size_t n, const char *word) {
+    size_t wn = strlen(word);
+    if (n != wn) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != word[i]) return 0;
+    }
+    return 1;
+}
+
+int base_parse_double(const char *s, size_t n, double *ret) {
+    if (n == 0 || n > 400) return n ? BASE_E_RANGE : BASE_E_PARSE;
+    size_t i = 0;
+    int neg = 0;
+    if (s[0] == '+' || s[0] == '-') {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity")) {
+        *ret = neg ? -INFINITY : INFINITY;
+        return 0;
+    }
+    if (ieq(s + i, n - i, "nan")) {
+        *ret = NAN;
+        return 0;
+    }
+    /* Validate the grammar ourselves: strtod accepts hex, blanks, "in". */
+    size_t digits = 0;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++, digits++;
+    if (i < n && s[i] == '.') {
+        i++;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++, digits++;
+    }
+    if (digits == 0) return BASE_E_PARSE;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        size_t ed = 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++, ed++;
+        if (ed == 0) return BASE_E_PARSE;
+    }
+    if (i != n) return BASE_E_PARSE;
+    char tmp[402];
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    *ret = strtod(tmp, NULL); /* overflow gives +-Inf, like Go (which errs) */
+    return 0;
+}
+
+size_t base_fmt_u64(char *out, uint64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    out[n] = '\0';
+    return n;
+}
+
+size_t base_fmt_i64(char *out, int64_t v) {
+    if (v < 0) {
+        out[0] = '-';
+        return 1 + base_fmt_u64(out + 1, v == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-v);
+    }
+    return base_fmt_u64(out, (uint64_t)v);
+}
+
+int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
+    double a = fabs(v);
+    if (a < 1e15 && a == floor(a) && a >= 1) {
+        char tmp[24];
+        size_t n = base_fmt_u64(tmp, (uint64_t)a);
+        *ret_exp10 = (int)n - 1;
+        while (n > 1 && tmp[n - 1] == '0') n--;
+        memcpy(digits, tmp, n);
+        return (int)n;
+    }
+    char tmp[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, a);
+        if (prec < 17 && strtod(tmp, NULL) != a) continue;
+        /* tmp = d.ddddde[+-]XX */
+        char *e = strchr(tmp, 'e');
+        int n = 0;
+        for (char *p = tmp; p < e; p++)
+            if (*p != '.') digits[n++] = *p;
+        while (n > 1 && digits[n - 1] == '0') n--;
+        *ret_exp10 = atoi(e + 1);
+        return n;
+    }
+    return 0; /* not reached */
+}
+
+static size_t fmt_special(char *out, double v) {
+    const char *s = isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf";
+    size_t n = strlen(s);
+    memcpy(out, s, n + 1);
+    return n;
+}
+
+/* Writes digits[0..nd) with the point placed for exponent exp10 ('f' style). */
+static size_t put_fixed(char *o, const char *digits, int nd, int exp10) {
+    size_t n = 0;
+    if (exp10 < 0) {
+        o[n++] = '0';
+        o[n++] = '.';
+        for (int i = -1; i > exp10; i--) o[n++] = '0';
+        for (int i = 0; i < nd; i++) o[n++] = digits[i];
+    } else {
+        for (int i = 0; i <= exp10; i++) o[n++] = i < nd ? digits[i] : '0';
+        if (nd > exp10 + 1) {
+            o[n++] = '.';
+            for (int i = exp10 + 1; i < nd; i++) o[n++] = digits[i];
+        }
+    }
+    return n;
+}
+
+static size_t put_exp(char *o, const char *digits, int nd, int exp10) {
+    size_t n = 0;
+    o[n++] = digits[0];
+    if (nd > 1) {
+        o[n++] = '.';
+        for (int i = 1; i < nd; i++) o[n++] = digits[i];
+    }
+    o[n++] = 'e';
+    o[n++] = exp10 < 0 ? '-' : '+';
+    int e = abs(exp10);
+    if (e >= 100) o[n++] = (char)('0' + e / 100);
+    o[n++] = (char)('0' + e / 10 % 10);
+    o[n++] = (char)('0' + e % 10);
+    return n;
+}
+
+size_t base_fmt_double_g(char out[BASE_FMT_DOUBLE_MAX], double v) {
+    if (isnan(v) || isinf(v)) return fmt_special(out, v);
+    size_t n = 0;
+    if (signbit(v)) out[n++] = '-';
+    if (v == 0) {
+        out[n++] = '0';
+        out[n] = '\0';
+        return n;
+    }
+    char digits[20];
+    int exp10;
+    int nd = base_shortest_digits(v, digits, &exp10);
+    /* Go's FormatFloat 'g' with precision -1 uses %e when the decimal
+     * exponent is < -4 or >= 6 ("use precision 6 for this decision"):
+     * 1e+06, 1.234567e+06, 123456, 0.0001, 1e-05. */
+    if (exp10 < -4 || exp10 >= 6) n += put_exp(out + n, digits, nd, exp10);
+    else n += put_fixed(out + n, digits, nd, exp10);
+    out[n] = '\0';
+    return n;
+}
+
+size_t base_fmt_double_f(char out[BASE_FMT_DOUBLE_MAX], double v) {
+    if (isnan(v) || isinf(v)) return fmt_special(out, v);
+    size_t n = 0;
+    if (signbit(v) && v != 0) out[n++] = '-';
+    if (v == 0) {
+        out[n++] = '0';
+        out[n] = '\0';
+        return n;
+    }
+    char digits[20];
+    int exp10;
+    int nd = base_shortest_digits(v, digits, &exp10);
+    double a = fabs(v);
+    if (a < 1e-6 || a >= 1e21) n += put_exp(out + n, digits, nd, exp10);
+    else n += put_fixed(out + n, digits, nd, exp10);
+    out[n] = '\0';
+    return n;
+}

@@ -1,0 +1,19 @@
+/* time.h -- clocks. Monotonic for intervals and deadlines, real time for
+ * sample timestamps (milliseconds since the Unix epoch, as Prometheus). */
+#ifndef KELVIN_BASE_TIME_H
+#define KELVIN_BASE_TIME_H
+
+#include <stdint.h>
+
+int64_t base_mono_ns(void);
+int64_t base_unix_ms(void);
+/* CPU time of the whole process / of the calling thread, in ns. */
+int64_t base_process_cpu_ns(void);
+int64_t base_thread_cpu_ns(void);
+/* Sleeps until the monotonic clock reaches deadline_ns (restarts on EINTR). */
+void base_sleep_until(int64_t deadline_ns);
+/* Parses a Prometheus duration ("15s", "1m30s", "500ms", "2h") into ms.
+ * Units: ms s m h d w y; returns 0, BASE_E_PARSE or BASE_E_RANGE. */
+int base_parse_duration_ms(const char *s, int64_t *ret_ms);
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int kelvin_http_placeholder;
