@@ -1,0 +1,2 @@
+/* http.c -- placeholder until the module lands. */
+typedef int http__placeholder;

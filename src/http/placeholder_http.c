@@ -1,2 +1,0 @@
-/* placeholder */
-typedef int kelvin_http_placeholder;

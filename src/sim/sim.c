@@ -1,0 +1,2 @@
+/* sim.c -- placeholder until the module lands. */
+typedef int sim__placeholder;
