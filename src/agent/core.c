@@ -1,0 +1,388 @@
+/* core.c -- collector threads, fragments and scrape composition; see core.h.
+ *
+ * Fragment lifecycle (per collector slot):
+ *   thread: reset mset -> collect() -> render text + OpenMetrics into a
+ *   fragment (the slot's spare, or a new one) -> publish under core->mu
+ *   (slot->cur = new, old is unref'd) -> core->gen++.
+ *   scrape: under core->mu take refs on every fresh slot->cur, compose,
+ *   unref. A fragment whose refs reach 0 becomes the slot's spare.
+ *
+ * Cache: one composed body per (format, gzip), valid for (gen, mask of
+ * included slots). A scrape after the cache is built costs one refcount.
+ */
+#include "agent/core.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/time.h"
+
+#define MAX_SLOTS 16
+#define MAX_GROUPS 8
+
+typedef struct frag {
+    atomic_int refs;
+    struct slot *slot;
+    base_buf text, om;
+    int64_t mono_ns;
+} frag;
+
+typedef struct slot {
+    agent_collector col;
+    struct group *group;
+    frag *cur;   /* guarded by core->mu */
+    frag *spare; /* guarded by core->mu */
+    agent_collector_stats st;
+    expo_mset ms; /* used only by the group thread */
+} slot;
+
+typedef struct group {
+    char name[32];
+    int64_t interval_ns;
+    int64_t stale_ns;
+    slot *slots[MAX_SLOTS];
+    size_t nslots;
+    pthread_t thread;
+    int started;
+    struct agent_core *core;
+} group;
+
+typedef struct cached {
+    agent_body *body;
+    uint64_t gen;
+    uint32_t mask;
+} cached;
+
+struct agent_core {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled on stop */
+    int stopping;
+    slot slots[MAX_SLOTS];
+    size_t nslots;
+    group groups[MAX_GROUPS];
+    size_t ngroups;
+    uint64_t gen;
+    cached cache[2][2];
+    atomic_uint_fast64_t scrapes;
+};
+
+int agent_core_new(agent_core **ret) {
+    agent_core *c = calloc(1, sizeof *c);
+    if (!c) return BASE_E_NOMEM;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    *ret = c;
+    return 0;
+}
+
+int agent_core_add(agent_core *c, const char *gname, int64_t interval_ms, const agent_collector *col) {
+    if (c->nslots == MAX_SLOTS) return BASE_E_LIMIT;
+    group *g = NULL;
+    for (size_t i = 0; i < c->ngroups; i++)
+        if (strcmp(c->groups[i].name, gname) == 0) g = &c->groups[i];
+    if (!g) {
+        if (c->ngroups == MAX_GROUPS) return BASE_E_LIMIT;
+        g = &c->groups[c->ngroups++];
+        snprintf(g->name, sizeof g->name, "%s", gname);
+        g->interval_ns = (interval_ms > 0 ? interval_ms : 1000) * 1000000LL;
+        /* Left out of scrapes after 5 missed cycles, and never before 10 s. */
+        g->stale_ns = 5 * g->interval_ns;
+        if (g->stale_ns < 10000000000LL) g->stale_ns = 10000000000LL;
+        g->core = c;
+    }
+    if (g->nslots == MAX_SLOTS) return BASE_E_LIMIT;
+    slot *s = &c->slots[c->nslots++];
+    s->col = *col;
+    s->st.name = col->name;
+    s->group = g;
+    expo_mset_init(&s->ms);
+    g->slots[g->nslots++] = s;
+    return 0;
+}
+
+static void frag_unref(agent_core *c, frag *f) {
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1) return;
+    pthread_mutex_lock(&c->mu);
+    slot *s = f->slot;
+    if (!s->spare) {
+        s->spare = f;
+        f = NULL;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (f) {
+        base_buf_free(&f->text);
+        base_buf_free(&f->om);
+        free(f);
+    }
+}
+
+static void run_slot(agent_core *c, slot *s) {
+    int64_t t0 = base_mono_ns(), c0 = base_thread_cpu_ns();
+    expo_mset_reset(&s->ms);
+    int rc = s->col.collect(s->col.ctx, &s->ms);
+    if (rc == 0 && s->ms.err) rc = s->ms.err;
+    frag *f = NULL;
+    if (rc == 0) {
+        pthread_mutex_lock(&c->mu);
+        f = s->spare;
+        s->spare = NULL;
+        pthread_mutex_unlock(&c->mu);
+        if (!f) {
+            f = calloc(1, sizeof *f);
+            if (f) {
+                base_buf_init(&f->text, 0);
+                base_buf_init(&f->om, 0);
+                f->slot = s;
+            }
+        }
+        if (!f) rc = BASE_E_NOMEM;
+    }
+    if (rc == 0) {
+        base_buf_reset(&f->text);
+        base_buf_reset(&f->om);
+        expo_mset *one = &s->ms;
+        /* The OpenMetrics fragment has no "# EOF": composition adds it. */
+        expo_write(&one, 1, EXPO_FMT_TEXT, &f->text);
+        expo_write(&one, 1, EXPO_FMT_OPENMETRICS, &f->om);
+        if (f->om.len >= 6) f->om.len -= 6;
+        rc = f->text.err ? f->text.err : f->om.err;
+        f->mono_ns = base_mono_ns();
+        atomic_store(&f->refs, 1);
+    }
+    int64_t t1 = base_mono_ns(), c1 = base_thread_cpu_ns();
+    pthread_mutex_lock(&c->mu);
+    s->st.cycles++;
+    s->st.last_duration_ns = t1 - t0;
+    s->st.last_cpu_ns = c1 - c0;
+    s->st.cpu_ns_total += c1 - c0;
+    frag *old = NULL;
+    if (rc == 0) {
+        old = s->cur;
+        s->cur = f;
+        s->st.last_success_unix_ms = base_unix_ms();
+        s->st.last_samples = s->ms.nsamples;
+        s->st.last_bytes = f->text.len;
+        c->gen++;
+    } else {
+        s->st.errors++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc != 0 && f) {
+        atomic_store(&f->refs, 1);
+        frag_unref(c, f);
+    }
+    frag_unref(c, old);
+}
+
+static void *group_main(void *arg) {
+    group *g = arg;
+    agent_core *c = g->core;
+    int64_t next = base_mono_ns() + g->interval_ns;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->stopping && base_mono_ns() < next) {
+            struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        }
+        int stop = c->stopping;
+        pthread_mutex_unlock(&c->mu);
+        if (stop) break;
+        for (size_t i = 0; i < g->nslots; i++) run_slot(c, g->slots[i]);
+        /* Keep the phase; skip ticks that a slow cycle missed. */
+        int64_t now = base_mono_ns();
+        next += g->interval_ns;
+        if (next <= now) next = now + g->interval_ns - (now - next) % g->interval_ns;
+    }
+    return NULL;
+}
+
+int agent_core_start(agent_core *c) {
+    for (size_t i = 0; i < c->nslots; i++) run_slot(c, &c->slots[i]);
+    for (size_t i = 0; i < c->ngroups; i++) {
+        if (pthread_create(&c->groups[i].thread, NULL, group_main, &c->groups[i]) != 0) {
+            agent_core_stop(c);
+            return BASE_E_NOMEM;
+        }
+        c->groups[i].started = 1;
+    }
+    return 0;
+}
+
+void agent_core_stop(agent_core *c) {
+    pthread_mutex_lock(&c->mu);
+    c->stopping = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    for (size_t i = 0; i < c->ngroups; i++)
+        if (c->groups[i].started) {
+            pthread_join(c->groups[i].thread, NULL);
+            c->groups[i].started = 0;
+        }
+}
+
+void agent_body_unref(void *p) {
+    agent_body *b = p;
+    if (b && atomic_fetch_sub(&b->refs, 1) == 1) free(b);
+}
+
+static agent_body *body_new(size_t len) {
+    agent_body *b = malloc(sizeof *b + len + 1);
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    return b;
+}
+
+static agent_body *gzip_body(const agent_body *in) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    /* Level 1: the text compresses ~10x anyway, and the speed matters more
+     * on a node whose CPU belongs to the training job. */
+    if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
+    size_t cap = deflateBound(&z, in->len);
+    agent_body *out = body_new(cap);
+    if (!out) {
+        deflateEnd(&z);
+        return NULL;
+    }
+    z.next_in = (Bytef *)in->data;
+    z.avail_in = (uInt)in->len;
+    z.next_out = (Bytef *)out->data;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    out->len = cap - z.avail_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int agent_core_body(agent_core *c, expo_format fmt, int gzip, agent_body **ret) {
+    atomic_fetch_add(&c->scrapes, 1);
+    frag *frags[MAX_SLOTS];
+    size_t nf = 0;
+    uint32_t mask = 0;
+    pthread_mutex_lock(&c->mu);
+    int64_t now = base_mono_ns();
+    for (size_t i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        s->st.stale = s->cur && now - s->cur->mono_ns > s->group->stale_ns;
+        if (s->cur && !s->st.stale) mask |= 1u << i;
+    }
+    uint64_t gen = c->gen;
+    cached *ce = &c->cache[fmt][gzip ? 1 : 0];
+    if (ce->body && ce->gen == gen && ce->mask == mask) {
+        atomic_fetch_add(&ce->body->refs, 1);
+        *ret = ce->body;
+        pthread_mutex_unlock(&c->mu);
+        return 0;
+    }
+    /* A plain body of the same generation can be compressed directly. */
+    agent_body *plain = NULL;
+    cached *pe = &c->cache[fmt][0];
+    if (gzip && pe->body && pe->gen == gen && pe->mask == mask) {
+        plain = pe->body;
+        atomic_fetch_add(&plain->refs, 1);
+    } else {
+        for (size_t i = 0; i < c->nslots; i++)
+            if (mask & (1u << i)) {
+                frags[nf] = c->slots[i].cur;
+                atomic_fetch_add(&frags[nf]->refs, 1);
+                nf++;
+            }
+    }
+    pthread_mutex_unlock(&c->mu);
+
+    if (!plain) {
+        size_t len = fmt == EXPO_FMT_OPENMETRICS ? 6 : 0;
+        for (size_t i = 0; i < nf; i++) len += fmt == EXPO_FMT_OPENMETRICS ? frags[i]->om.len : frags[i]->text.len;
+        plain = body_new(len);
+        if (plain) {
+            size_t off = 0;
+            for (size_t i = 0; i < nf; i++) {
+                const base_buf *b = fmt == EXPO_FMT_OPENMETRICS ? &frags[i]->om : &frags[i]->text;
+                if (b->len) memcpy(plain->data + off, b->data, b->len);
+                off += b->len;
+            }
+            if (fmt == EXPO_FMT_OPENMETRICS) memcpy(plain->data + off, "# EOF\n", 6);
+        }
+        for (size_t i = 0; i < nf; i++) frag_unref(c, frags[i]);
+        if (!plain) return BASE_E_NOMEM;
+    }
+    agent_body *out = plain;
+    if (gzip) {
+        out = gzip_body(plain);
+        if (!out) {
+            agent_body_unref(plain);
+            return BASE_E_NOMEM;
+        }
+    }
+    pthread_mutex_lock(&c->mu);
+    cached *slots_to_fill[2] = {&c->cache[fmt][0], gzip ? &c->cache[fmt][1] : NULL};
+    agent_body *bodies[2] = {plain, gzip ? out : NULL};
+    agent_body *drop[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        cached *e = slots_to_fill[k];
+        if (!e || (e->body && e->gen == gen && e->mask == mask)) continue;
+        if (e->body && e->gen > gen) continue; /* a newer one is there */
+        drop[k] = e->body;
+        e->body = bodies[k];
+        e->gen = gen;
+        e->mask = mask;
+        atomic_fetch_add(&bodies[k]->refs, 1);
+    }
+    pthread_mutex_unlock(&c->mu);
+    agent_body_unref(drop[0]);
+    agent_body_unref(drop[1]);
+    if (gzip) agent_body_unref(plain);
+    *ret = out;
+    return 0;
+}
+
+size_t agent_core_stats(agent_core *c, agent_collector_stats *out, size_t max) {
+    pthread_mutex_lock(&c->mu);
+    int64_t now = base_mono_ns();
+    for (size_t i = 0; i < c->nslots && i < max; i++) {
+        slot *s = &c->slots[i];
+        s->st.stale = s->cur && now - s->cur->mono_ns > s->group->stale_ns;
+        out[i] = s->st;
+    }
+    size_t n = c->nslots;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+uint64_t agent_core_scrapes(agent_core *c) { return atomic_load(&c->scrapes); }
+
+void agent_core_free(agent_core *c) {
+    if (!c) return;
+    agent_core_stop(c);
+    for (size_t i = 0; i < c->nslots; i++) {
+        slot *s = &c->slots[i];
+        frag *fs[2] = {s->cur, s->spare};
+        for (int k = 0; k < 2; k++)
+            if (fs[k]) {
+                base_buf_free(&fs[k]->text);
+                base_buf_free(&fs[k]->om);
+                free(fs[k]);
+            }
+        expo_mset_free(&s->ms);
+    }
+    for (int f = 0; f < 2; f++)
+        for (int z = 0; z < 2; z++) agent_body_unref(c->cache[f][z].body);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}

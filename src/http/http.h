@@ -1,0 +1,83 @@
+/* http.h -- Kelvin's HTTP server: libmicrohttpd underneath, one handler on top.
+ *
+ * The server owns its listening socket (so a bad address or a port in use
+ * is reported with the reason before anything starts, and port 0 picks a
+ * free port that http_server_port() tells), runs a small pool of threads,
+ * reads request bodies up to a limit (413 beyond it), and calls one handler
+ * per complete request. The handler fills an http_response; a body it hands
+ * over is released through the response's free callback once sent, so a
+ * refcounted snapshot can be served without copying.
+ *
+ * Thread-safety: the handler runs on several server threads at once.
+ */
+#ifndef KELVIN_HTTP_HTTP_H
+#define KELVIN_HTTP_HTTP_H
+
+#include <stddef.h>
+
+typedef struct http_request {
+    const char *method; /* "GET", "PUT", ... */
+    const char *path;   /* URL path, percent-decoded by libmicrohttpd, no query */
+    const char *accept;           /* header or NULL */
+    const char *accept_encoding;  /* header or NULL */
+    const char *content_type;     /* header or NULL */
+    const char *body;             /* NULL when empty */
+    size_t body_len;
+    void *conn; /* for http_request_arg() */
+} http_request;
+
+typedef struct http_response {
+    int status;
+    const char *content_type;     /* static string */
+    const char *content_encoding; /* static string or NULL */
+    const void *body;
+    size_t len;
+    /* Called with free_arg once the body is no longer needed (also on
+     * error). NULL: body is static or was copied by http_respond_copy(). */
+    void (*free_fn)(void *free_arg);
+    void *free_arg;
+    const char *extra_header_name; /* optional one extra header */
+    const char *extra_header_value;
+} http_response;
+
+typedef void (*http_handler)(void *ctx, const http_request *req, http_response *resp);
+
+typedef struct http_server http_server;
+
+typedef struct http_server_opts {
+    const char *listen_address; /* ":9400", "127.0.0.1:9400", "[::1]:0" */
+    size_t max_body;            /* bytes; larger uploads get 413 */
+    unsigned threads;           /* 0 = 2 */
+    unsigned timeout_s;         /* idle connection timeout, 0 = 30 */
+} http_server_opts;
+
+/* Binds and starts serving. On error returns a negative BASE_E_* code and a
+ * message in err. */
+int http_server_start(const http_server_opts *opts, http_handler handler, void *ctx, http_server **ret,
+                      char *err, size_t errlen);
+/* The bound port (useful with port 0). */
+unsigned http_server_port(const http_server *s);
+/* Stops accepting, finishes or drops connections, joins threads, frees. */
+void http_server_stop(http_server *s);
+
+/* A query-string argument of the request, or NULL. */
+const char *http_request_arg(const http_request *req, const char *name);
+
+/* Copies body into the response (for small dynamic answers). */
+void http_respond_copy(http_response *resp, int status, const char *content_type, const void *body,
+                       size_t len);
+/* A static text answer. */
+void http_respond_text(http_response *resp, int status, const char *text);
+
+/* Parses "host:port", ":port", "[v6]:port" into a sockaddr; 0 or
+ * BASE_E_PARSE with a message. Exposed for flag validation and tests. */
+struct sockaddr_storage;
+int http_parse_address(const char *addr, struct sockaddr_storage *ret, unsigned *ret_len, char *err,
+                       size_t errlen);
+
+/* Does the Accept-Encoding header allow gzip? Does Accept prefer
+ * OpenMetrics over text 0.0.4 (as Prometheus's scrape header does)? */
+int http_accepts_gzip(const char *accept_encoding);
+int http_prefers_openmetrics(const char *accept);
+
+#endif
