@@ -1,0 +1,2 @@
+/* tsdb.c -- placeholder until the module lands. */
+typedef int tsdb__placeholder;
