@@ -28,6 +28,8 @@
  *   KELVIN_SIM_FAULT_GPU     index of the faulty GPU (0)
  *   KELVIN_SIM_WORKLOAD      training | inference | idle (training)
  *   KELVIN_SIM_VERBOSE       1: say on stderr why nvmlInit rejected the env
+ *   KELVIN_SIM_STATS_FILE    at exit, write the CPU time spent inside the
+ *                            library ("cpu_ns N", "calls N") to this file
  * A malformed value makes nvmlInit return NVML_ERROR_UNKNOWN.
  */
 #include <errno.h>
@@ -94,8 +96,15 @@ SIMNVML_API const char *nvmlErrorString(nvmlReturn_t result) {
 /* ------------------------------------------------------------------------ */
 /* Lock, clock, handles                                                      */
 
+/* CPU time spent inside the library, so benchmarks can report the agent's
+ * cost without the simulator's (KELVIN_SIM_STATS_FILE, written at exit). */
+static _Thread_local int64_t enter_cpu_ns;
+static int64_t stats_cpu_ns; /* guarded by C.mu */
+static uint64_t stats_calls; /* guarded by C.mu */
+
 nvmlReturn_t simnvml__enter(void) {
     pthread_mutex_lock(&C.mu);
+    enter_cpu_ns = base_thread_cpu_ns();
     if (C.init_count == 0) {
         pthread_mutex_unlock(&C.mu);
         return NVML_ERROR_UNINITIALIZED;
@@ -104,6 +113,11 @@ nvmlReturn_t simnvml__enter(void) {
 }
 
 nvmlReturn_t simnvml__leave(nvmlReturn_t r) {
+    if (enter_cpu_ns) { /* 0: the lock was taken without simnvml__enter */
+        stats_cpu_ns += base_thread_cpu_ns() - enter_cpu_ns;
+        stats_calls++;
+        enter_cpu_ns = 0;
+    }
     pthread_mutex_unlock(&C.mu);
     return r;
 }
@@ -362,6 +376,14 @@ SIMNVML_API nvmlReturn_t nvmlShutdown(void) {
 __attribute__((destructor)) static void simnvml_fini(void) {
     pthread_mutex_lock(&C.mu);
     if (C.node) teardown();
+    const char *stats = getenv("KELVIN_SIM_STATS_FILE");
+    if (stats && *stats) {
+        FILE *f = fopen(stats, "w");
+        if (f) {
+            fprintf(f, "cpu_ns %lld\ncalls %llu\n", (long long)stats_cpu_ns, (unsigned long long)stats_calls);
+            fclose(f);
+        }
+    }
     pthread_mutex_unlock(&C.mu);
 }
 
