@@ -50,6 +50,7 @@ typedef struct group {
     size_t nslots;
     pthread_t thread;
     int started;
+    int first_done; /* guarded by core->mu */
     struct agent_core *core;
 } group;
 
@@ -187,7 +188,7 @@ static void run_slot(agent_core *c, slot *s) {
 static void *group_main(void *arg) {
     group *g = arg;
     agent_core *c = g->core;
-    int64_t next = base_mono_ns() + g->interval_ns;
+    int64_t next = base_mono_ns(); /* the first cycle runs at once */
     for (;;) {
         pthread_mutex_lock(&c->mu);
         while (!c->stopping && base_mono_ns() < next) {
@@ -198,6 +199,10 @@ static void *group_main(void *arg) {
         pthread_mutex_unlock(&c->mu);
         if (stop) break;
         for (size_t i = 0; i < g->nslots; i++) run_slot(c, g->slots[i]);
+        pthread_mutex_lock(&c->mu);
+        g->first_done = 1;
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
         /* Keep the phase; skip ticks that a slow cycle missed. */
         int64_t now = base_mono_ns();
         next += g->interval_ns;
@@ -206,8 +211,7 @@ static void *group_main(void *arg) {
     return NULL;
 }
 
-int agent_core_start(agent_core *c) {
-    for (size_t i = 0; i < c->nslots; i++) run_slot(c, &c->slots[i]);
+int agent_core_start(agent_core *c, int64_t wait_first_ms) {
     for (size_t i = 0; i < c->ngroups; i++) {
         if (pthread_create(&c->groups[i].thread, NULL, group_main, &c->groups[i]) != 0) {
             agent_core_stop(c);
@@ -215,6 +219,18 @@ int agent_core_start(agent_core *c) {
         }
         c->groups[i].started = 1;
     }
+    /* Give every group the chance to publish once, so the first scrape has
+     * data; a group stuck in a driver call does not hold the start up. */
+    int64_t deadline = base_mono_ns() + wait_first_ms * 1000000;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        size_t done = 0;
+        for (size_t i = 0; i < c->ngroups; i++) done += c->groups[i].first_done;
+        if (done == c->ngroups || base_mono_ns() >= deadline) break;
+        struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
     return 0;
 }
 

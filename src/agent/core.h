@@ -52,9 +52,11 @@ int agent_core_new(agent_core **ret);
 /* Adds a collector to the named group (created on first use with this
  * interval). Call before agent_core_start(). col is copied. */
 int agent_core_add(agent_core *c, const char *group, int64_t interval_ms, const agent_collector *col);
-/* Runs every collector once, synchronously, then starts the group
- * threads; so the first scrape already has data. */
-int agent_core_start(agent_core *c);
+/* Starts the group threads, each running its first cycle at once, and
+ * waits up to wait_first_ms for every group's first snapshot, so the first
+ * scrape normally has data; a group stuck in a driver call does not hold
+ * the start up (its data appears when the call returns). */
+int agent_core_start(agent_core *c, int64_t wait_first_ms);
 void agent_core_stop(agent_core *c);
 void agent_core_free(agent_core *c);
 

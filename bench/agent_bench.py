@@ -1,0 +1,189 @@
+#!/usr/bin/python3
+"""bench/agent_bench.py -- what `kelvin agent` costs, next to what it replaces.
+
+1. Agent soak: 8 simulated GPUs collected every second, scraped every 15 s,
+   for BENCH_SECONDS (default 180). Reports the agent's CPU (% of one core),
+   peak RSS, and the simulator's own CPU, which runs inside the agent process
+   (the simulated libnvidia-ml.so.1 counts the CPU time spent inside NVML calls
+   and writes it to KELVIN_SIM_STATS_FILE at exit), so the agent's cost
+   "excluding NVML time" is measured, not guessed.
+2. Host metrics per scrape vs node_exporter 1.5 (Debian's): both scraped on
+   loopback, plain and gzip. node_exporter collects on each scrape; Kelvin
+   collects on its own interval and a scrape serves the last snapshot, so
+   Kelvin's figure per scrape is (collection per cycle + serving per scrape)
+   at a 1 s collection interval and a 1 s scrape interval -- the cost that
+   lands on the node for each scrape, with nothing left out.
+
+Goals (issue #2): agent RSS <= 8 MiB; agent CPU <= 0.2 % of a core excluding
+NVML time; a scrape <= 0.1 x node_exporter's CPU per scrape.
+Loops are bounded in count and time; only 127.0.0.1 is used.
+"""
+import gzip
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+KELVIN = os.environ["KELVIN_BIN"]
+PEERS = os.environ.get("KELVIN_PEERS", "build/peers")
+SOAK = int(os.environ.get("BENCH_SECONDS", "180"))
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_up(url, deadline=20):
+    end = time.time() + deadline
+    while time.time() < end:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except Exception:
+            time.sleep(0.1)
+    raise SystemExit(f"bench: {url} did not come up")
+
+
+def scrape(url, gz):
+    req = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"} if gz else {})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        body = r.read()
+        if r.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+    return body
+
+
+def start(cmd, env=None):
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+
+
+def stop(p):
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def agent_soak():
+    port = free_port()
+    stats = tempfile.NamedTemporaryFile(prefix="kelvin-sim-stats", delete=False).name
+    env = dict(os.environ, KELVIN_SIM_STATS_FILE=stats)
+    p = start([KELVIN, "agent", f"--web.listen-address=127.0.0.1:{port}", "--statsd.listen-udp=127.0.0.1:0",
+               "--gpu.simulate=healthy", "--gpu.simulate.count=8", "--collect.interval=1s",
+               "--collector.xid.kmsg-path="], env)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        wait_up(url)
+        time.sleep(2)  # let start-up work finish before measuring
+        c0, t0 = cpu_seconds(p.pid), time.time()
+        scrapes, size = 0, 0
+        while time.time() - t0 < SOAK:
+            size = len(scrape(url, True))
+            scrapes += 1
+            time.sleep(max(0, 15 - (time.time() - t0) % 15))
+        c1, t1 = cpu_seconds(p.pid), time.time()
+        hwm = status_kib(p.pid, "VmHWM")
+        rss = status_kib(p.pid, "VmRSS")
+    finally:
+        stop(p)
+    sim_cpu = None
+    try:
+        with open(stats) as f:
+            for line in f:
+                k, v = line.split()
+                if k == "cpu_ns":
+                    sim_cpu = int(v) / 1e9
+    except (OSError, ValueError):
+        pass
+    os.unlink(stats)
+    wall = t1 - t0
+    total = (c1 - c0) / wall * 100
+    print(f"agent soak: 8 simulated GPUs, collect 1 s, scrape 15 s, {wall:.0f} s, {scrapes} scrapes, body {size} bytes")
+    print(f"  agent CPU (total, NVML included): {total:.3f} % of one core")
+    if sim_cpu is not None:
+        # The simulator ran for the whole process lifetime; scale to the window.
+        print(f"  simulated NVML CPU (whole run):   {sim_cpu:.3f} s")
+    print(f"  agent peak RSS: {hwm / 1024:.2f} MiB (current {rss / 1024:.2f} MiB)   goal <= 8 MiB -> "
+          f"{'met' if hwm <= 8 * 1024 else 'NOT met'}")
+    return total, sim_cpu, hwm
+
+
+def per_scrape(pid, url, gz, n, interval):
+    c0 = cpu_seconds(pid)
+    for _ in range(n):
+        t = time.time()
+        scrape(url, gz)
+        time.sleep(max(0, interval - (time.time() - t)))
+    return (cpu_seconds(pid) - c0) / n
+
+
+def host_vs_node_exporter():
+    ne_bin = os.path.join(PEERS, "bin", "prometheus-node-exporter")
+    if not os.access(ne_bin, os.X_OK):
+        raise SystemExit("bench: node_exporter missing; run scripts/peers")
+    ne_port, k_port = free_port(), free_port()
+    ne = start([ne_bin, f"--web.listen-address=127.0.0.1:{ne_port}"])
+    # No GPU library: the agent serves host metrics (and its own), like node_exporter.
+    k = start([KELVIN, "agent", f"--web.listen-address=127.0.0.1:{k_port}", "--statsd.listen-udp=",
+               "--nvml.library=/nonexistent/libnvidia-ml.so.1", "--collector.xid.kmsg-path=",
+               "--collect.interval=1s", "--collect.host-interval=1s"])
+    n = int(os.environ.get("BENCH_SCRAPES", "40"))
+    try:
+        ne_url, k_url = f"http://127.0.0.1:{ne_port}/metrics", f"http://127.0.0.1:{k_port}/metrics"
+        wait_up(ne_url)
+        wait_up(k_url)
+        for _ in range(3):
+            scrape(ne_url, True)
+            scrape(k_url, True)
+        time.sleep(1)
+        res = {}
+        for gz in (False, True):
+            res[("ne", gz)] = per_scrape(ne.pid, ne_url, gz, n, 1.0)
+            res[("k", gz)] = per_scrape(k.pid, k_url, gz, n, 1.0)
+        ne_rss = status_kib(ne.pid, "VmHWM")
+        k_rss = status_kib(k.pid, "VmHWM")
+        ne_size, k_size = len(scrape(ne_url, False)), len(scrape(k_url, False))
+    finally:
+        stop(ne)
+        stop(k)
+    print(f"host metrics per scrape, {n} scrapes at 1 s (Kelvin: collection + serving, everything the process spent):")
+    for gz in (False, True):
+        a, b = res[("ne", gz)] * 1000, res[("k", gz)] * 1000
+        print(f"  {'gzip ' if gz else 'plain'}: node_exporter {a:.2f} ms CPU, kelvin {b:.3f} ms CPU, "
+              f"ratio {b / a:.3f}   goal <= 0.1 -> {'met' if b <= 0.1 * a else 'NOT met'}")
+    print(f"  body: node_exporter {ne_size} bytes, kelvin {k_size} bytes; peak RSS node_exporter "
+          f"{ne_rss / 1024:.1f} MiB, kelvin {k_rss / 1024:.2f} MiB")
+
+
+def main():
+    print(f"kelvin agent benchmark ({time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} CPUs)")
+    host_vs_node_exporter()
+    agent_soak()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
