@@ -18,6 +18,7 @@ void base_arena_init(base_arena *a, size_t chunk_size, size_t limit) {
 }
 
 void *base_arena_alloc(base_arena *a, size_t n) {
+    if (n > SIZE_MAX / 2) return NULL; /* rounding and the chunk header would wrap */
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     base_arena_chunk *c = a->head;
@@ -40,6 +41,7 @@ void *base_arena_alloc(base_arena *a, size_t n) {
 }
 
 char *base_arena_strndup(base_arena *a, const char *s, size_t n) {
+    if (n == SIZE_MAX) return NULL;
     char *p = base_arena_alloc(a, n + 1);
     if (!p) return NULL;
     if (n) memcpy(p, s, n);

@@ -3,13 +3,19 @@
  * Shortest digits: a double has 15.95 significant decimal digits, so any
  * decimal of <= 15 digits that rounds to v is what printf("%.14e") gives
  * once its trailing zeros are stripped. We try 15 digits, then 16, then
- * 17 (17 always round-trips), checking each with strtod. Integers below
+ * 17 (17 always round-trips), checking each with strtod, and at each
+ * length also the neighbours of printf's nearest (see
+ * base_shortest_digits); subnormals search from 1 digit. Integers below
  * 1e15 take a fast path with no printf at all; most GPU and host values are
  * integers.
+ *
+ * Parsing follows Go's strconv.ParseFloat: short decimals take Clinger's
+ * exact fast path; the rest go through strtod (correctly rounded, as Go).
  */
 #include "base/num.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,42 +67,81 @@ static int ieq(const char *s, size_t n, const char *word) {
     return 1;
 }
 
+/* Clinger's fast path: a mantissa below 2^53 times or divided by an exact
+ * power of ten is one correctly rounded IEEE operation. */
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
 int base_parse_double(const char *s, size_t n, double *ret) {
-    if (n == 0 || n > 400) return n ? BASE_E_RANGE : BASE_E_PARSE;
+    if (n == 0) return BASE_E_PARSE;
     size_t i = 0;
     int neg = 0;
     if (s[0] == '+' || s[0] == '-') {
         neg = s[0] == '-';
         i = 1;
     }
+    /* Go's special(): a sign is allowed before inf/infinity, not nan. */
     if (ieq(s + i, n - i, "inf") || ieq(s + i, n - i, "infinity")) {
         *ret = neg ? -INFINITY : INFINITY;
         return 0;
     }
-    if (ieq(s + i, n - i, "nan")) {
+    if (i == 0 && ieq(s, n, "nan")) {
         *ret = NAN;
         return 0;
     }
     /* Validate the grammar ourselves: strtod accepts hex, blanks, "in". */
-    size_t digits = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') i++, digits++;
+    size_t digits = 0, frac = 0, sig = 0;
+    uint64_t mant = 0;
+    int exact = 1; /* mant holds every digit */
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+        if (mant == 0 && s[i] == '0') continue;
+        if (++sig > 19) exact = 0;
+        else mant = mant * 10 + (uint64_t)(s[i] - '0');
+    }
     if (i < n && s[i] == '.') {
         i++;
-        while (i < n && s[i] >= '0' && s[i] <= '9') i++, digits++;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++, frac++) {
+            if (mant == 0 && s[i] == '0') continue;
+            if (++sig > 19) exact = 0;
+            else mant = mant * 10 + (uint64_t)(s[i] - '0');
+        }
     }
     if (digits == 0) return BASE_E_PARSE;
+    long e10 = 0;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
         i++;
-        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        int eneg = 0;
+        if (i < n && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
         size_t ed = 0;
-        while (i < n && s[i] >= '0' && s[i] <= '9') i++, ed++;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, ed++)
+            if (e10 < 100000) e10 = e10 * 10 + (s[i] - '0');
         if (ed == 0) return BASE_E_PARSE;
+        if (eneg) e10 = -e10;
     }
     if (i != n) return BASE_E_PARSE;
-    char tmp[402];
+    long e = e10 - (long)frac;
+    if (exact && mant < (UINT64_C(1) << 53) && e >= -22 && e <= 22) {
+        double v = (double)mant;
+        v = e < 0 ? v / pow10_exact[-e] : v * pow10_exact[e];
+        *ret = neg ? -v : v;
+        return 0;
+    }
+    char small[128], *tmp = small;
+    if (n >= sizeof small) {
+        tmp = malloc(n + 1);
+        if (!tmp) return BASE_E_NOMEM;
+    }
     memcpy(tmp, s, n);
     tmp[n] = '\0';
-    *ret = strtod(tmp, NULL); /* overflow gives +-Inf, like Go (which errs) */
+    errno = 0;
+    double v = strtod(tmp, NULL);
+    int overflow = errno == ERANGE && isinf(v);
+    if (tmp != small) free(tmp);
+    /* Go's ParseFloat: overflow is an error, underflow to 0 or a
+     * subnormal is not. */
+    if (overflow) return BASE_E_RANGE;
+    *ret = v;
     return 0;
 }
 
@@ -120,6 +165,42 @@ size_t base_fmt_i64(char *out, int64_t v) {
     return base_fmt_u64(out, (uint64_t)v);
 }
 
+/* Splits "d.ddde[+-]XX" (printf %e of a positive number) into digits. */
+static int split_exp(const char *tmp, char digits[20], int *ret_exp10) {
+    const char *e = strchr(tmp, 'e');
+    int n = 0;
+    for (const char *p = tmp; p < e; p++)
+        if (*p != '.') digits[n++] = *p;
+    *ret_exp10 = atoi(e + 1);
+    return n;
+}
+
+/* Whether digits[0..nd) x 10^(exp10-nd+1) reads back as a. */
+static int reads_back(const char *digits, int nd, int exp10, double a) {
+    char tmp[48];
+    memcpy(tmp, digits, (size_t)nd);
+    snprintf(tmp + nd, sizeof tmp - (size_t)nd, "e%d", exp10 - nd + 1);
+    return strtod(tmp, NULL) == a;
+}
+
+/* Adds delta (+1/-1) to the last of nd digits; returns 0 when the result
+ * would change the digit count or exponent (not a neighbour of the same
+ * length). */
+static int bump(char *d, int nd, int delta) {
+    for (int k = nd - 1; k >= 0; k--) {
+        if (delta > 0 && d[k] < '9') {
+            d[k]++;
+            return 1;
+        }
+        if (delta < 0 && d[k] > '0') {
+            d[k]--;
+            return k > 0 || d[0] != '0';
+        }
+        d[k] = delta > 0 ? '0' : '9';
+    }
+    return 0;
+}
+
 int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
     double a = fabs(v);
     if (a < 1e15 && a == floor(a) && a >= 1) {
@@ -130,20 +211,34 @@ int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
         memcpy(digits, tmp, n);
         return (int)n;
     }
-    char tmp[40];
-    for (int prec = 15; prec <= 17; prec++) {
+    /* For a normal double, a decimal of k <= 15 digits that reads back is
+     * also the nearest 15-digit decimal (padded with zeros), so starting at
+     * 15 and stripping zeros finds the shortest. Subnormals carry fewer
+     * digits and search from 1. At each length the nearest decimal is
+     * tried, then its neighbours: at a power of two the rounding interval
+     * is lopsided and the nearest may miss while a neighbour reads back
+     * (Go's shortest formatting picks that neighbour). */
+    char tmp[48];
+    for (int prec = a < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, a);
-        if (prec < 17 && strtod(tmp, NULL) != a) continue;
-        /* tmp = d.ddddde[+-]XX */
-        char *e = strchr(tmp, 'e');
-        int n = 0;
-        for (char *p = tmp; p < e; p++)
-            if (*p != '.') digits[n++] = *p;
+        int exp10, n = split_exp(tmp, digits, &exp10);
+        int ok = prec == 17 || strtod(tmp, NULL) == a;
+        if (!ok) {
+            char alt[20];
+            for (int delta = -1; delta <= 1 && !ok; delta += 2) {
+                memcpy(alt, digits, (size_t)n);
+                if (bump(alt, n, delta) && reads_back(alt, n, exp10, a)) {
+                    memcpy(digits, alt, (size_t)n);
+                    ok = 1;
+                }
+            }
+        }
+        if (!ok) continue;
         while (n > 1 && digits[n - 1] == '0') n--;
-        *ret_exp10 = atoi(e + 1);
+        *ret_exp10 = exp10;
         return n;
     }
-    return 0; /* not reached */
+    return 0; /* not reached: 17 digits always read back */
 }
 
 static size_t fmt_special(char *out, double v) {
@@ -211,7 +306,7 @@ size_t base_fmt_double_g(char out[BASE_FMT_DOUBLE_MAX], double v) {
 size_t base_fmt_double_f(char out[BASE_FMT_DOUBLE_MAX], double v) {
     if (isnan(v) || isinf(v)) return fmt_special(out, v);
     size_t n = 0;
-    if (signbit(v) && v != 0) out[n++] = '-';
+    if (signbit(v)) out[n++] = '-'; /* Go writes -0 as "-0" */
     if (v == 0) {
         out[n++] = '0';
         out[n] = '\0';

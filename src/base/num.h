@@ -21,8 +21,12 @@
 
 int base_parse_u64(const char *s, size_t n, uint64_t *ret);
 int base_parse_i64(const char *s, size_t n, int64_t *ret);
-/* Decimal floats with optional exponent, and (any case, optional sign)
- * "inf", "infinity", "nan". No hex, no underscores, no blanks. */
+/* Go's strconv.ParseFloat(s, 64) for decimal input: floats with optional
+ * exponent, and (any case) "inf", "infinity" with an optional sign, "nan"
+ * without one. No hex, no underscores, no blanks. Overflow is
+ * BASE_E_RANGE (Go's ErrRange); underflow to 0 or a subnormal is not an
+ * error. Correctly rounded. Inputs of 128 bytes or more need a temporary
+ * copy (BASE_E_NOMEM if that fails). */
 int base_parse_double(const char *s, size_t n, double *ret);
 
 /* out must hold at least 24 bytes. */

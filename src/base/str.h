@@ -17,11 +17,11 @@ static inline int base_str_eq(base_str a, base_str b) { return a.n == b.n && (a.
 static inline int base_str_eqc(base_str a, const char *c) { return base_str_eq(a, base_str_c(c)); }
 static inline int base_str_has_suffix(base_str a, const char *suf) {
     size_t n = strlen(suf);
-    return a.n >= n && memcmp(a.p + a.n - n, suf, n) == 0;
+    return n == 0 || (a.n >= n && memcmp(a.p + a.n - n, suf, n) == 0);
 }
 static inline int base_str_has_prefix(base_str a, const char *pre) {
     size_t n = strlen(pre);
-    return a.n >= n && memcmp(a.p, pre, n) == 0;
+    return n == 0 || (a.n >= n && memcmp(a.p, pre, n) == 0);
 }
 
 #endif

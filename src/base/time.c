@@ -24,42 +24,51 @@ void base_sleep_until(int64_t deadline_ns) {
     }
 }
 
+/* Prometheus's model.ParseDuration (common v0.39, as 2.42 uses it):
+ * `^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$`, or
+ * a bare "0"; every unit at most once and in that order; the total must
+ * fit a Go time.Duration (int64 nanoseconds), so at most 9223372036854 ms. */
 int base_parse_duration_ms(const char *s, int64_t *ret_ms) {
     static const struct {
         const char *u;
         int64_t ms;
-    } units[] = {{"ms", 1},          {"s", 1000},          {"m", 60000},           {"h", 3600000},
-                 {"d", 86400000LL}, {"w", 604800000LL}, {"y", 31536000000LL}};
+    } units[] = {{"y", 31536000000LL}, {"w", 604800000LL}, {"d", 86400000LL}, {"h", 3600000},
+                 {"m", 60000},         {"s", 1000},         {"ms", 1}};
+    const int64_t max_ms = INT64_MAX / 1000000; /* Duration is in ns */
     if (!s || !*s) return BASE_E_PARSE;
+    if (strcmp(s, "0") == 0) {
+        *ret_ms = 0;
+        return 0;
+    }
     int64_t total = 0;
-    int last = -1; /* units must come in decreasing order, each once */
+    int range = 0;
+    int next = 0; /* the first unit still allowed */
     while (*s) {
         int64_t v = 0;
         int digits = 0;
         while (*s >= '0' && *s <= '9') {
-            if (v > (INT64_MAX - 9) / 10) return BASE_E_RANGE;
-            v = v * 10 + (*s++ - '0');
+            if (v <= max_ms) v = v * 10 + (*s - '0');
+            s++;
             digits++;
         }
         if (!digits) return BASE_E_PARSE;
         int found = -1;
-        for (int i = 0; i < 7; i++) {
+        for (int i = next; i < 7; i++) {
             size_t n = strlen(units[i].u);
-            if (strncmp(s, units[i].u, n) == 0 && !(n == 1 && units[i].u[0] == 'm' && s[1] == 's')) {
+            /* "m" must not take the m of "ms" */
+            if (strncmp(s, units[i].u, n) == 0 && !(i == 4 && s[1] == 's')) {
                 found = i;
                 s += n;
                 break;
             }
         }
         if (found < 0) return BASE_E_PARSE;
-        int rank = found == 0 ? 0 : 7 - found; /* ms smallest */
-        if (last >= 0 && rank >= last) return BASE_E_PARSE;
-        last = rank;
-        if (v > INT64_MAX / units[found].ms) return BASE_E_RANGE;
-        v *= units[found].ms;
-        if (total > INT64_MAX - v) return BASE_E_RANGE;
-        total += v;
+        next = found + 1;
+        if (v > max_ms / units[found].ms) range = 1;
+        else total += v * units[found].ms;
+        if (total > max_ms) range = 1;
     }
+    if (range) return BASE_E_RANGE;
     *ret_ms = total;
     return 0;
 }

@@ -12,8 +12,10 @@ int64_t base_process_cpu_ns(void);
 int64_t base_thread_cpu_ns(void);
 /* Sleeps until the monotonic clock reaches deadline_ns (restarts on EINTR). */
 void base_sleep_until(int64_t deadline_ns);
-/* Parses a Prometheus duration ("15s", "1m30s", "500ms", "2h") into ms.
- * Units: ms s m h d w y; returns 0, BASE_E_PARSE or BASE_E_RANGE. */
+/* Parses a Prometheus duration ("15s", "1m30s", "500ms", "2h", "0") into
+ * ms, as model.ParseDuration: units y w d h m s ms, each at most once and
+ * in that order; the total must fit int64 nanoseconds. Returns 0,
+ * BASE_E_PARSE or BASE_E_RANGE. */
 int base_parse_duration_ms(const char *s, int64_t *ret_ms);
 
 #endif

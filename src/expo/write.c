@@ -6,9 +6,11 @@
  * byte-for-byte where the values agree.
  *
  * OpenMetrics 1.0: `# TYPE`, `# UNIT`, `# HELP` (escapes \\ \n \"), samples
- * with float-second timestamps, `# EOF` at the end. See expo.h for how
- * counters keep their sample names.
+ * with float-second timestamps (chosen so that Prometheus's parser reads
+ * back the same millisecond, see put_om_ts), `# EOF` at the end. See
+ * expo.h for how counters keep their sample names.
  */
+#include <math.h>
 #include <string.h>
 
 #include "base/num.h"
@@ -39,6 +41,28 @@ static void put_help(base_buf *out, const char *h, int om) {
         }
     }
     base_buf_append(out, h + run, i - run);
+}
+
+/* An OpenMetrics timestamp: float seconds. Prometheus reads it back as
+ * int64(seconds * 1000), which truncates; for about 0.6% of millisecond
+ * values the double nearest to "sec.mmm" times 1000 falls just below the
+ * integer (1078098474.429 -> ...428). For those we write the next double
+ * away from zero instead (1078098474.4290001), which reads back exactly. */
+static void put_om_ts(base_buf *out, int64_t ts_ms) {
+    if (ts_ms > -(INT64_C(1) << 53) && ts_ms < (INT64_C(1) << 53)) {
+        double d = (double)ts_ms / 1000.0; /* = strtod("sec.mmm"): both correctly rounded */
+        if ((int64_t)(d * 1000.0) != ts_ms) {
+            char tmp[BASE_FMT_DOUBLE_MAX];
+            d = nextafter(d, ts_ms < 0 ? -INFINITY : INFINITY);
+            base_buf_append(out, tmp, base_fmt_double_f(tmp, d));
+            return;
+        }
+    }
+    uint64_t ms = ts_ms < 0 ? (uint64_t)0 - (uint64_t)ts_ms : (uint64_t)ts_ms;
+    if (ts_ms < 0) base_buf_putc(out, '-');
+    base_buf_u64(out, ms / 1000);
+    unsigned rem = (unsigned)(ms % 1000);
+    if (rem) base_buf_printf(out, ".%03u", rem);
 }
 
 static int has_suffix(const char *s, size_t n, const char *suf) {
@@ -105,11 +129,7 @@ static void write_family(const expo_family *f, expo_format fmt, base_buf *out) {
         if (s->ts_ms != EXPO_NO_TS) {
             base_buf_putc(out, ' ');
             if (om) {
-                uint64_t ms = s->ts_ms < 0 ? (uint64_t)0 - (uint64_t)s->ts_ms : (uint64_t)s->ts_ms;
-                if (s->ts_ms < 0) base_buf_putc(out, '-');
-                base_buf_u64(out, ms / 1000);
-                unsigned rem = (unsigned)(ms % 1000);
-                if (rem) base_buf_printf(out, ".%03u", rem);
+                put_om_ts(out, s->ts_ms);
             } else {
                 base_buf_i64(out, s->ts_ms);
             }
