@@ -81,11 +81,18 @@ static void handle(void *ctx, const http_request *req, http_response *resp) {
         resp->free_arg = b;
         return;
     }
-    if (strncmp(req->path, "/metrics/job/", 13) == 0 || strcmp(req->path, "/metrics/job") == 0) {
+    if (strncmp(req->path, "/metrics/job", 12) == 0 &&
+        (req->path[12] == '/' || req->path[12] == '@' || req->path[12] == '\0')) {
         base_buf out;
         base_buf_init(&out, 1 << 16);
         int status = 500;
-        agent_push_handle(app->push, m, req->path, req->content_type, req->body, req->body_len, &status, &out);
+        if (agent_push_handle(app->push, m, req->path, req->content_type, req->body, req->body_len, &status,
+                              &out) != 0)
+            status = 500;
+        /* Read-your-writes, as with the Pushgateway: the next scrape after a
+         * push (refused ones too: they set push_failure_time_seconds)
+         * already carries it. */
+        agent_core_refresh(app->core, "app", 2000);
         http_respond_copy(resp, status, "text/plain; charset=utf-8", out.data ? out.data : "", out.len);
         base_buf_free(&out);
         return;

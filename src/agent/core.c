@@ -50,7 +50,9 @@ typedef struct group {
     size_t nslots;
     pthread_t thread;
     int started;
-    int first_done; /* guarded by core->mu */
+    int first_done;    /* guarded by core->mu */
+    uint64_t req_seq;  /* refresh requests (agent_core_refresh), guarded by core->mu */
+    uint64_t done_seq; /* the req_seq that the last finished cycle covered */
     struct agent_core *core;
 } group;
 
@@ -71,6 +73,7 @@ struct agent_core {
     uint64_t gen;
     cached cache[2][2];
     atomic_uint_fast64_t scrapes;
+    int64_t start_ns;
 };
 
 int agent_core_new(agent_core **ret) {
@@ -191,16 +194,18 @@ static void *group_main(void *arg) {
     int64_t next = base_mono_ns(); /* the first cycle runs at once */
     for (;;) {
         pthread_mutex_lock(&c->mu);
-        while (!c->stopping && base_mono_ns() < next) {
+        while (!c->stopping && base_mono_ns() < next && g->done_seq == g->req_seq) {
             struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
             pthread_cond_timedwait(&c->cv, &c->mu, &ts);
         }
         int stop = c->stopping;
+        uint64_t seq = g->req_seq;
         pthread_mutex_unlock(&c->mu);
         if (stop) break;
         for (size_t i = 0; i < g->nslots; i++) run_slot(c, g->slots[i]);
         pthread_mutex_lock(&c->mu);
         g->first_done = 1;
+        g->done_seq = seq;
         pthread_cond_broadcast(&c->cv);
         pthread_mutex_unlock(&c->mu);
         /* Keep the phase; skip ticks that a slow cycle missed. */
@@ -212,6 +217,7 @@ static void *group_main(void *arg) {
 }
 
 int agent_core_start(agent_core *c, int64_t wait_first_ms) {
+    c->start_ns = base_mono_ns();
     for (size_t i = 0; i < c->ngroups; i++) {
         if (pthread_create(&c->groups[i].thread, NULL, group_main, &c->groups[i]) != 0) {
             agent_core_stop(c);
@@ -234,6 +240,28 @@ int agent_core_start(agent_core *c, int64_t wait_first_ms) {
     return 0;
 }
 
+int agent_core_refresh(agent_core *c, const char *gname, int64_t wait_ms) {
+    group *g = NULL;
+    for (size_t i = 0; i < c->ngroups; i++)
+        if (strcmp(c->groups[i].name, gname) == 0) g = &c->groups[i];
+    if (!g) return BASE_E_NOTFOUND;
+    int64_t deadline = base_mono_ns() + wait_ms * 1000000;
+    pthread_mutex_lock(&c->mu);
+    uint64_t mine = ++g->req_seq;
+    pthread_cond_broadcast(&c->cv);
+    int rc = 0;
+    while (g->done_seq < mine && !c->stopping) {
+        if (base_mono_ns() >= deadline) {
+            rc = BASE_E_TIMEOUT;
+            break;
+        }
+        struct timespec ts = {.tv_sec = deadline / 1000000000, .tv_nsec = deadline % 1000000000};
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 void agent_core_stop(agent_core *c) {
     pthread_mutex_lock(&c->mu);
     c->stopping = 1;
@@ -244,6 +272,13 @@ void agent_core_stop(agent_core *c) {
             pthread_join(c->groups[i].thread, NULL);
             c->groups[i].started = 0;
         }
+}
+
+/* Stale: the last snapshot (or, before the first one, the start) is older
+ * than the group's limit. core->mu held. */
+static int slot_stale(const agent_core *c, const slot *s, int64_t now) {
+    int64_t since = s->cur ? s->cur->mono_ns : c->start_ns;
+    return c->start_ns && now - since > s->group->stale_ns;
 }
 
 void agent_body_unref(void *p) {
@@ -294,7 +329,7 @@ int agent_core_body(agent_core *c, expo_format fmt, int gzip, agent_body **ret) 
     int64_t now = base_mono_ns();
     for (size_t i = 0; i < c->nslots; i++) {
         slot *s = &c->slots[i];
-        s->st.stale = s->cur && now - s->cur->mono_ns > s->group->stale_ns;
+        s->st.stale = slot_stale(c, s, now);
         if (s->cur && !s->st.stale) mask |= 1u << i;
     }
     uint64_t gen = c->gen;
@@ -372,7 +407,7 @@ size_t agent_core_stats(agent_core *c, agent_collector_stats *out, size_t max) {
     int64_t now = base_mono_ns();
     for (size_t i = 0; i < c->nslots && i < max; i++) {
         slot *s = &c->slots[i];
-        s->st.stale = s->cur && now - s->cur->mono_ns > s->group->stale_ns;
+        s->st.stale = slot_stale(c, s, now);
         out[i] = s->st;
     }
     size_t n = c->nslots;

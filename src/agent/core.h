@@ -57,6 +57,10 @@ int agent_core_add(agent_core *c, const char *group, int64_t interval_ms, const 
  * scrape normally has data; a group stuck in a driver call does not hold
  * the start up (its data appears when the call returns). */
 int agent_core_start(agent_core *c, int64_t wait_first_ms);
+/* Asks the group to run a cycle now (not waiting for its interval) and
+ * waits up to wait_ms for it to finish, so what a push just stored is in
+ * the next scrape. 0, BASE_E_TIMEOUT or BASE_E_NOTFOUND (no such group). */
+int agent_core_refresh(agent_core *c, const char *group, int64_t wait_ms);
 void agent_core_stop(agent_core *c);
 void agent_core_free(agent_core *c);
 

@@ -23,11 +23,13 @@ try:
 
     # name -> (type, help) from the catalog's Markdown rows
     catalog = {}
-    row = re.compile(r"^\| `([^`]+)` \| (\w+) \| [^|]* \| [^|]* \| (.*) \| [^|]* \|$")
     for line in out.stdout.splitlines():
-        m = row.match(line)
-        if m:
-            catalog[m.group(1)] = (m.group(2), m.group(3).replace("\\|", "|"))
+        if not line.startswith("| `"):
+            continue
+        # name | type | unit | labels | help | source, with "\|" inside cells
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 6:
+            catalog[cells[0].strip("`")] = (cells[1], cells[4])
     f.check(len(catalog) > 50, f"catalog has only {len(catalog)} metrics")
 
     for scenario in ("healthy", "xid-storm"):
