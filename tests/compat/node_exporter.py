@@ -40,8 +40,9 @@ Differences that are legitimate, and why:
 
 Also prints what a collection costs: node_exporter's CPU per scrape (its
 utime+stime over 20 scrapes) and Kelvin's host collector CPU per cycle
-(kelvin_agent_collector_cpu_seconds_total / _cycles_total), and fails if the
-latter is not under half the former.
+(kelvin_agent_collector_cpu_seconds_total / _cycles_total) for information;
+cost goals are checked by `make bench`, not here (tests check correctness,
+and this one also runs under the sanitizers).
 
 Exits 0 when everything agrees; otherwise prints every difference and exits 1.
 """
@@ -429,8 +430,6 @@ def main():
                       % (ne_ms, "%.3f ms CPU" % kv_ms if kv_ms is not None else "unknown"))
                 if kv_ms is None:
                     all_problems.append("kelvin_agent_collector_cpu_seconds_total{collector=\"host\"} missing")
-                elif ne_ms > 0 and kv_ms >= ne_ms / 2:
-                    all_problems.append("host cycle %.3f ms CPU is not under half node_exporter's %.2f ms" % (kv_ms, ne_ms))
     if all_problems:
         for p in all_problems:
             print(p, file=sys.stderr)
