@@ -313,7 +313,8 @@ const agent_catalog_section agent_catalog_gpu = {
     .title = "GPU: dcgm-exporter's metrics and Kelvin's",
     .collector = "gpu",
     .entity_labels = "gpu, UUID, pci_bus_id, device, modelName, GPU_I_PROFILE and GPU_I_ID (MIG instances), "
-                     "Hostname, DCGM_FI_DRIVER_VERSION",
+                     "Hostname, DCGM_FI_DRIVER_VERSION; simulated=\"true\" on every series when the GPUs are "
+                     "simulated (--gpu.simulate)",
     .intro =
         "Read from NVML (loaded with dlopen) every collection interval; static data (names, limits, driver "
         "version) about every 60 s. The set is chosen by a counters file in dcgm-exporter's CSV format "

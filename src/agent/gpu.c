@@ -397,6 +397,9 @@ static int render_labels(agent_gpu *g, gpu_dev *d, const gpu_mig *mig, char **re
         expo_label_append(&b, "GPU_I_ID", gi);
     }
     if (g->hostname && *g->hostname) expo_label_append(&b, "Hostname", g->hostname);
+    /* Simulated GPUs say so on every series, so no dashboard or alert can
+     * mistake them for hardware. */
+    if (g->simulated) expo_label_append(&b, "simulated", "true");
     /* label fields, in name order as dcgm-exporter's template ranges a map */
     static const int order[] = {GPU_L_DRIVER_VERSION,  GPU_L_BRAND,
                                 GPU_L_ECC_INFOROM_VER, GPU_L_INFOROM_IMAGE_VER,

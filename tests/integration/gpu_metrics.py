@@ -58,7 +58,8 @@ DEFAULT = [
      "The rate of data received over the PCIe bus - including both protocol headers and data payloads - "
      "in bytes per second."),
 ]
-GPU_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION"}
+# dcgm-exporter's label set, plus simulated="true" because these GPUs are.
+GPU_LABELS = {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "DCGM_FI_DRIVER_VERSION", "simulated"}
 BLANKS = (9223372036854775792.0, 140737488355328.0)
 
 OM_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
