@@ -42,18 +42,10 @@ int base_buf_reserve(base_buf *b, size_t n) {
     return 0;
 }
 
-void base_buf_append(base_buf *b, const void *p, size_t n) {
+void base__buf_append_slow(base_buf *b, const void *p, size_t n) {
     if (base_buf_reserve(b, n)) return;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
-    b->data[b->len] = '\0';
-}
-
-void base_buf_puts(base_buf *b, const char *s) { base_buf_append(b, s, strlen(s)); }
-
-void base_buf_putc(base_buf *b, char c) {
-    if (base_buf_reserve(b, 1)) return;
-    b->data[b->len++] = c;
     b->data[b->len] = '\0';
 }
 

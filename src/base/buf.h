@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct base_buf {
     char *data;
@@ -32,9 +33,22 @@ void base_buf_free(base_buf *b);
 void base_buf_reset(base_buf *b);
 /* Makes room for n more bytes; returns 0 or the sticky error. */
 int base_buf_reserve(base_buf *b, size_t n);
-void base_buf_append(base_buf *b, const void *p, size_t n);
-void base_buf_puts(base_buf *b, const char *s);
-void base_buf_putc(base_buf *b, char c);
+/* The slow paths behind the inline appenders below. */
+void base__buf_append_slow(base_buf *b, const void *p, size_t n);
+/* Appends n bytes. Inline fast path: one compare and a memcpy when the
+ * buffer has room, which is almost always (the exposition writer calls
+ * this several times per sample). */
+static inline void base_buf_append(base_buf *b, const void *p, size_t n) {
+    if (n && n < b->cap - b->len && !b->err && (!b->limit || b->len + n <= b->limit)) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return;
+    }
+    base__buf_append_slow(b, p, n);
+}
+static inline void base_buf_puts(base_buf *b, const char *s) { base_buf_append(b, s, strlen(s)); }
+static inline void base_buf_putc(base_buf *b, char c) { base_buf_append(b, &c, 1); }
 void base_buf_printf(base_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void base_buf_vprintf(base_buf *b, const char *fmt, va_list ap);
 void base_buf_u64(base_buf *b, uint64_t v);

@@ -211,6 +211,28 @@ int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
         memcpy(digits, tmp, n);
         return (int)n;
     }
+    /* Short decimals, the common case for measured values (78.527 W, a
+     * 0.042 ratio): the fewest fractional digits k for which m =
+     * round(a * 10^k) reads back. m and 10^k are exact doubles, so m / 10^k
+     * is the correctly rounded value of the decimal m x 10^-k, which is what
+     * strtod would return: equality is the round-trip test, with no printf
+     * and no strtod. The first k that works gives the fewest digits. */
+    if (a >= 1e-5 && a < 1e15) {
+        static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                                     1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+        for (int k = 1; k < 18; k++) {
+            double sc = a * p10[k];
+            if (sc >= 9007199254740992.0) break; /* m must stay exact (< 2^53) */
+            double m = nearbyint(sc);
+            if (m / p10[k] != a) continue;
+            char tmp[24];
+            int n = (int)base_fmt_u64(tmp, (uint64_t)m);
+            *ret_exp10 = n - 1 - k;
+            while (n > 1 && tmp[n - 1] == '0') n--;
+            memcpy(digits, tmp, (size_t)n);
+            return n;
+        }
+    }
     /* For a normal double, a decimal of k <= 15 digits that reads back is
      * also the nearest 15-digit decimal (padded with zeros), so starting at
      * 15 and stripping zeros finds the shortest. Subnormals carry fewer
