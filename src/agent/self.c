@@ -14,6 +14,47 @@
 #include "base/err.h"
 #include "base/num.h"
 
+/* Index of each family in agent_catalog_self (catalog_self.c); checked by
+ * name in agent_self_new, so the two cannot drift apart silently. */
+enum {
+    SELF_BUILD_INFO,
+    SELF_DURATION,
+    SELF_CPU,
+    SELF_CYCLES,
+    SELF_ERRORS,
+    SELF_LAST_SUCCESS,
+    SELF_STALE,
+    SELF_SAMPLES,
+    SELF_SCRAPES,
+    SELF_PEAK_RSS,
+    SELF_PROC_CPU,
+    SELF_MAX_FDS,
+    SELF_OPEN_FDS,
+    SELF_RSS,
+    SELF_START,
+    SELF_VMEM,
+    SELF__COUNT
+};
+static const char *const self_names[SELF__COUNT] = {
+    "kelvin_agent_build_info",
+    "kelvin_agent_collector_duration_seconds",
+    "kelvin_agent_collector_cpu_seconds_total",
+    "kelvin_agent_collector_cycles_total",
+    "kelvin_agent_collector_errors_total",
+    "kelvin_agent_collector_last_success_timestamp_seconds",
+    "kelvin_agent_collector_stale",
+    "kelvin_agent_collector_samples",
+    "kelvin_agent_scrapes_total",
+    "kelvin_agent_resident_memory_peak_bytes",
+    "process_cpu_seconds_total",
+    "process_max_fds",
+    "process_open_fds",
+    "process_resident_memory_bytes",
+    "process_start_time_seconds",
+    "process_virtual_memory_bytes",
+};
+#define M(i) (&agent_catalog_self.metrics[i])
+
 struct agent_self {
     agent_core *core;
     int stat_fd, status_fd;
@@ -58,6 +99,9 @@ static int read_fd(int fd, char *buf, size_t n) {
 }
 
 int agent_self_new(agent_core *core, const char *procfs, agent_self **ret) {
+    if (agent_catalog_self.count != SELF__COUNT) return BASE_E_INVAL;
+    for (size_t i = 0; i < SELF__COUNT; i++)
+        if (strcmp(agent_catalog_self.metrics[i].name, self_names[i]) != 0) return BASE_E_INVAL;
     agent_self *s = calloc(1, sizeof *s);
     if (!s) return BASE_E_NOMEM;
     s->core = core;
@@ -78,28 +122,22 @@ int agent_self_new(agent_core *core, const char *procfs, agent_self **ret) {
     return 0;
 }
 
-static expo_family *fam(expo_mset *ms, const char *name) {
-    const agent_metric *m = agent_catalog_find(name);
+/* Starts the family of catalog entry m (looked up once, at creation). */
+static expo_family *fam(expo_mset *ms, const agent_metric *m) {
     return m ? expo_mset_family(ms, m->name, m->type, m->help, m->unit) : NULL;
 }
 
 int agent_self_collect(void *ctx, expo_mset *ms) {
     agent_self *s = ctx;
-    expo_mset_add(ms, fam(ms, "kelvin_agent_build_info"), "", "version=\"" KELVIN_VERSION "\"", NULL, 1);
+    expo_mset_add(ms, fam(ms, M(SELF_BUILD_INFO)), "", "version=\"" KELVIN_VERSION "\"", NULL, 1);
 
     agent_collector_stats st[16];
     size_t n = agent_core_stats(s->core, st, 16);
     if (n > 16) n = 16;
     char *lab[16];
     for (size_t i = 0; i < n; i++) lab[i] = expo_mset_labels(ms, "collector", st[i].name, NULL);
-    static const char *const names[] = {
-        "kelvin_agent_collector_duration_seconds",   "kelvin_agent_collector_cpu_seconds_total",
-        "kelvin_agent_collector_cycles_total",       "kelvin_agent_collector_errors_total",
-        "kelvin_agent_collector_last_success_timestamp_seconds", "kelvin_agent_collector_stale",
-        "kelvin_agent_collector_samples",
-    };
-    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-        expo_family *f = fam(ms, names[k]);
+    for (size_t k = 0; k <= SELF_SAMPLES - SELF_DURATION; k++) {
+        expo_family *f = fam(ms, M(SELF_DURATION + k));
         for (size_t i = 0; i < n; i++) {
             double v = 0;
             switch (k) {
@@ -117,23 +155,23 @@ int agent_self_collect(void *ctx, expo_mset *ms) {
             expo_mset_add(ms, f, "", lab[i], NULL, v);
         }
     }
-    expo_mset_add(ms, fam(ms, "kelvin_agent_scrapes_total"), "", NULL, NULL, (double)agent_core_scrapes(s->core));
+    expo_mset_add(ms, fam(ms, M(SELF_SCRAPES)), "", NULL, NULL, (double)agent_core_scrapes(s->core));
 
     char buf[2048];
     if (s->status_fd >= 0 && read_fd(s->status_fd, buf, sizeof buf) == 0) {
         const char *p = strstr(buf, "VmHWM:");
-        if (p) expo_mset_add(ms, fam(ms, "kelvin_agent_resident_memory_peak_bytes"), "", NULL, NULL,
+        if (p) expo_mset_add(ms, fam(ms, M(SELF_PEAK_RSS)), "", NULL, NULL,
                              strtod(p + 6, NULL) * 1024);
     }
     if (s->stat_fd >= 0 && read_fd(s->stat_fd, buf, sizeof buf) == 0) {
         const char *ut = stat_field(buf, 14), *st2 = stat_field(buf, 15), *vs = stat_field(buf, 23),
                    *rss = stat_field(buf, 24);
         if (ut && st2)
-            expo_mset_add(ms, fam(ms, "process_cpu_seconds_total"), "", NULL, NULL,
+            expo_mset_add(ms, fam(ms, M(SELF_PROC_CPU)), "", NULL, NULL,
                           (strtod(ut, NULL) + strtod(st2, NULL)) / (double)s->clk_tck);
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-            expo_mset_add(ms, fam(ms, "process_max_fds"), "", NULL, NULL, (double)rl.rlim_cur);
+            expo_mset_add(ms, fam(ms, M(SELF_MAX_FDS)), "", NULL, NULL, (double)rl.rlim_cur);
         DIR *d = opendir(s->fd_dir);
         if (d) {
             int count = 0;
@@ -141,14 +179,14 @@ int agent_self_collect(void *ctx, expo_mset *ms) {
             while ((e = readdir(d)))
                 if (e->d_name[0] != '.') count++;
             closedir(d);
-            expo_mset_add(ms, fam(ms, "process_open_fds"), "", NULL, NULL, count - 1); /* minus the dir's own fd */
+            expo_mset_add(ms, fam(ms, M(SELF_OPEN_FDS)), "", NULL, NULL, count - 1); /* minus the dir's own fd */
         }
         if (rss)
-            expo_mset_add(ms, fam(ms, "process_resident_memory_bytes"), "", NULL, NULL,
+            expo_mset_add(ms, fam(ms, M(SELF_RSS)), "", NULL, NULL,
                           strtod(rss, NULL) * (double)s->page);
         if (s->start_time > 0)
-            expo_mset_add(ms, fam(ms, "process_start_time_seconds"), "", NULL, NULL, s->start_time);
-        if (vs) expo_mset_add(ms, fam(ms, "process_virtual_memory_bytes"), "", NULL, NULL, strtod(vs, NULL));
+            expo_mset_add(ms, fam(ms, M(SELF_START)), "", NULL, NULL, s->start_time);
+        if (vs) expo_mset_add(ms, fam(ms, M(SELF_VMEM)), "", NULL, NULL, strtod(vs, NULL));
     }
     return 0;
 }

@@ -31,6 +31,10 @@ const char *expo_type_name(expo_type t, expo_format fmt) {
 }
 
 static void put_help(base_buf *out, const char *h, int om) {
+    if (!strpbrk(h, om ? "\\\n\"" : "\\\n")) { /* the usual case: nothing to escape */
+        base_buf_puts(out, h);
+        return;
+    }
     size_t run = 0, i = 0;
     for (; h[i]; i++) {
         char c = h[i];

@@ -102,7 +102,6 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
         nvmlReturn_t r = simnvml__enter();
         if (r != NVML_SUCCESS) return r;
         if (!find_set(set) || !data) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-        C.last_step_ns = 0; /* always step: events must not wait for the throttle */
         simnvml__advance();
         nvmlEventData_t ev;
         if (next_event(set, &ev)) {
@@ -118,7 +117,10 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
         simnvml__leave(NVML_SUCCESS);
         int64_t left = deadline - base_mono_ns();
         if (left <= 0) return NVML_ERROR_TIMEOUT;
-        if (left > 10000000) left = 10000000;
+        /* Poll the model ten times a second: the driver blocks in the
+         * kernel; a simulator that spun here would bill the agent's
+         * benchmark for its own busy-waiting. */
+        if (left > 100000000) left = 100000000;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)left};
         nanosleep(&ts, NULL);
     }
