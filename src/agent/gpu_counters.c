@@ -40,10 +40,15 @@ static int eq(const char *p, size_t n, const char *s) {
     return strlen(s) == n && memcmp(p, s, n) == 0;
 }
 
-static void add_skipped(char *skipped, size_t len, const char *p, size_t n) {
-    if (!skipped || !len) return;
+/* Appends name p to the list; once a name does not fit, *full stops the
+ * list there, so it stays a prefix of the whole list. */
+static void add_skipped(char *skipped, size_t len, const char *p, size_t n, int *full) {
+    if (!skipped || !len || *full) return;
     size_t cur = strlen(skipped);
-    if (cur + 2 + n >= len) return;
+    if ((cur ? 1 : 0) + n >= len - cur) { /* separator, name and NUL */
+        *full = 1;
+        return;
+    }
     if (cur) {
         skipped[cur++] = ',';
         skipped[cur] = '\0';
@@ -63,6 +68,7 @@ int agent__gpu_counters_parse(const char *text, size_t n, gpu_counters *ret, cha
     c.metric[GPU_M_K_NVML_UP] = 1; /* collector health is always served */
     c.metric[GPU_M_K_LOST] = 1;
     if (skipped && skippedlen) skipped[0] = '\0';
+    int skipped_full = 0;
     size_t line = 0;
     const char *p = text, *end = text + n;
     while (p < end) {
@@ -121,7 +127,7 @@ int agent__gpu_counters_parse(const char *text, size_t n, gpu_counters *ret, cha
                 c.metric[m] = 1;
             }
         }
-        if (!found) add_skipped(skipped, skippedlen, f, fn);
+        if (!found) add_skipped(skipped, skippedlen, f, fn, &skipped_full);
     }
     *ret = c;
     return 0;
