@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -294,29 +294,22 @@ static agent_body *body_new(size_t len) {
     return b;
 }
 
+/* gzip with libdeflate at level 1: about three times zlib's speed at the
+ * same level, and the text still compresses about 10x. Compression runs
+ * once per generation (the cache), never per scrape. */
 static agent_body *gzip_body(const agent_body *in) {
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    /* Level 1: the text compresses ~10x anyway, and the speed matters more
-     * on a node whose CPU belongs to the training job. */
-    if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
-    size_t cap = deflateBound(&z, in->len);
+    struct libdeflate_compressor *z = libdeflate_alloc_compressor(1);
+    if (!z) return NULL;
+    size_t cap = libdeflate_gzip_compress_bound(z, in->len);
     agent_body *out = body_new(cap);
-    if (!out) {
-        deflateEnd(&z);
-        return NULL;
+    if (out) {
+        out->len = libdeflate_gzip_compress(z, in->data, in->len, out->data, cap);
+        if (out->len == 0) {
+            free(out);
+            out = NULL;
+        }
     }
-    z.next_in = (Bytef *)in->data;
-    z.avail_in = (uInt)in->len;
-    z.next_out = (Bytef *)out->data;
-    z.avail_out = (uInt)cap;
-    int rc = deflate(&z, Z_FINISH);
-    out->len = cap - z.avail_out;
-    deflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        free(out);
-        return NULL;
-    }
+    libdeflate_free_compressor(z);
     return out;
 }
 
