@@ -1,0 +1,171 @@
+/* head.h -- the in-memory head of the TSDB: series, postings index,
+ * compressed chunks, appenders logged to the WAL, and the read API.
+ *
+ * SERIES. A series is a label set (labels.h) with a ref: a number > 0
+ * handed out in increasing order, never reused within one WAL's life
+ * (replay continues after the largest ref seen). Series are found by
+ * labels_hash in 256 sharded open-addressing tables; equal hashes are told
+ * apart by comparing the sets (collisions are handled, and tested by
+ * forcing them). A second sharded table maps ref -> series.
+ *
+ * CHUNKS. Each series appends into its own tsdb_chunk_app (chunk.h), cut
+ * every `chunk_samples` samples (default 120) into an immutable, exactly
+ * sized byte buffer kept in the series' list of closed chunks.
+ *
+ * APPENDS. An appender (one per thread or per scrape) collects samples by
+ * label set or by ref; commit applies them and logs them. Labels are hashed
+ * and looked up before the commit lock; under the head's commit lock the
+ * missing series are created, the samples are applied (per-series state is
+ * guarded by 4096 striped mutexes shared with readers), and one series
+ * record (for new series) and one samples record (accepted samples only)
+ * are queued into the WAL; the lock is released and the commit waits for
+ * the WAL's group commit. So the WAL holds exactly what the head accepted,
+ * in the order it accepted it, and replay rebuilds the same head; commit
+ * returns only after the bytes are written (wal.h: survives kill -9).
+ * Rejections are counted per reason: out_of_order (t before the series'
+ * last sample), duplicate (same t, different value bits; the same bits are
+ * a no-op counted as `noop`), too_old (t before the head's min valid time,
+ * set by tsdb_head_gc), unknown_ref. No out-of-order window yet.
+ *
+ * READS. tsdb_head_select resolves matchers against the postings (sorted
+ * ref lists per label pair, plus the list of all refs), intersects them,
+ * keeps the series with samples in [mint, maxt], sorts them by labels and
+ * returns an iterator; moving to a series copies its overlapping chunks
+ * (and a snapshot of the open one) under its stripe lock, so readers never
+ * block appenders for longer than a copy and never see freed memory.
+ *
+ * GC. tsdb_head_gc(mint) frees closed chunks that end before mint, removes
+ * series with no sample at or after mint (from the tables and postings;
+ * memory is freed when the last reader lets go) and rejects later appends
+ * before mint as too_old. Removed series come back from the WAL on the
+ * next replay until a checkpoint has been taken.
+ *
+ * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N, then
+ * writes every live series and its samples at or after cutoff (plus always
+ * its last sample, so out-of-order decisions stay the same after replay)
+ * into checkpoint.N and deletes segments < N. Every record in segments < N
+ * was applied to the head before the roll (apply happens before queueing,
+ * both under the commit lock), so nothing acknowledged is lost.
+ *
+ * THREADS. Appenders, select, label listings, stats and gc may run
+ * concurrently from any threads; one appender object is used by one thread
+ * at a time. open/close are single-threaded.
+ *
+ * Errors: 0 or a negative BASE_E_*; err buffers get a message.
+ */
+#ifndef KELVIN_TSDB_HEAD_H
+#define KELVIN_TSDB_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "labels/labels.h"
+#include "tsdb/wal.h"
+
+typedef struct tsdb_head tsdb_head;
+
+typedef struct tsdb_head_opts {
+    const char *wal_dir;    /* NULL: in memory only, nothing logged */
+    tsdb_wal_opts wal;
+    uint32_t chunk_samples; /* 0: TSDB_CHUNK_DEFAULT_SAMPLES (120) */
+} tsdb_head_opts;
+
+/* Opens the WAL (if any) and replays it into a new head. rep (may be
+ * NULL) gets the WAL's report: log rep->first_error once if non-empty. */
+int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report *rep, char *err, size_t errlen);
+/* Closes the WAL and frees everything. No appender or reader may be
+ * alive. Returns the WAL's close error, if any. */
+int tsdb_head_close(tsdb_head *h);
+
+/* ---- appending ---------------------------------------------------------- */
+
+typedef struct tsdb_head_app tsdb_head_app;
+
+typedef struct tsdb_append_result {
+    uint64_t appended;
+    uint64_t noop;         /* same timestamp, same value bits: ignored */
+    uint64_t out_of_order;
+    uint64_t duplicate;    /* same timestamp, different value */
+    uint64_t too_old;
+    uint64_t unknown_ref;
+    uint64_t series_created;
+} tsdb_append_result;
+
+int tsdb_head_app_new(tsdb_head *h, tsdb_head_app **ret);
+void tsdb_head_app_free(tsdb_head_app *a);
+/* Queues a sample for the series ls (the appender takes a reference). */
+int tsdb_head_app_add(tsdb_head_app *a, const labels_set *ls, int64_t t, double v);
+/* Queues a sample for an existing series by ref. */
+int tsdb_head_app_add_ref(tsdb_head_app *a, uint64_t ref, int64_t t, double v);
+/* Applies and logs everything queued; returns after the WAL write. The
+ * appender is empty afterwards and reusable. res (may be NULL) gets the
+ * counts of this commit. Errors: BASE_E_NOMEM, BASE_E_IO (WAL; the samples
+ * may be in memory but are not acknowledged). */
+int tsdb_head_app_commit(tsdb_head_app *a, tsdb_append_result *res);
+/* Forgets what is queued. */
+void tsdb_head_app_rollback(tsdb_head_app *a);
+
+/* The ref of series ls: 0 or BASE_E_NOTFOUND. */
+int tsdb_head_ref(tsdb_head *h, const labels_set *ls, uint64_t *ret_ref);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct tsdb_series_set tsdb_series_set;
+
+/* Series matching all matchers (n may be 0: every series) with at least
+ * one sample in [mint, maxt], sorted by labels. */
+int tsdb_head_select(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                     tsdb_series_set **ret);
+/* Moves to the next series: 1, 0 at the end, <0 (BASE_E_NOMEM). */
+int tsdb_series_set_next(tsdb_series_set *ss);
+/* The current series (valid until the next call to next/free). */
+const labels_set *tsdb_series_set_labels(const tsdb_series_set *ss);
+uint64_t tsdb_series_set_ref(const tsdb_series_set *ss);
+/* Next sample of the current series within [mint, maxt]: 1, 0 at the end,
+ * <0 on a corrupt chunk (BASE_E_PARSE, BASE_E_TRUNCATED). */
+int tsdb_series_set_sample(tsdb_series_set *ss, int64_t *ret_t, double *ret_v);
+size_t tsdb_series_set_count(const tsdb_series_set *ss);
+void tsdb_series_set_free(tsdb_series_set *ss);
+
+/* A sorted, duplicate-free list of strings owned by one allocation. */
+typedef struct tsdb_strs {
+    size_t n;
+    base_str *v;
+} tsdb_strs;
+void tsdb_strs_free(tsdb_strs *s);
+
+/* Label names (n == 0: from the index; else of the matching series with
+ * samples in [mint, maxt]). */
+int tsdb_head_label_names(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                          tsdb_strs **ret);
+/* Values of label `name`, same rules. */
+int tsdb_head_label_values(tsdb_head *h, base_str name, labels_matcher *const *ms, size_t n, int64_t mint,
+                           int64_t maxt, tsdb_strs **ret);
+
+/* ---- maintenance and accounting ----------------------------------------- */
+
+typedef struct tsdb_head_stats {
+    uint64_t series;
+    uint64_t chunks;          /* closed chunks */
+    uint64_t samples;         /* samples held */
+    uint64_t series_created, series_removed;
+    tsdb_append_result totals; /* every commit so far (replay excluded) */
+    uint64_t replay_rejected; /* samples the replay did not apply */
+    /* bytes, as malloc sizes them */
+    uint64_t bytes_series;    /* series structs incl. open chunk appenders */
+    uint64_t bytes_chunks;    /* closed chunk bytes and their lists */
+    uint64_t bytes_index;     /* hash/ref tables and postings */
+    uint64_t bytes_labels;    /* label sets + interned strings (process-wide) */
+    uint64_t bytes_total;
+    int64_t mint, maxt;       /* over all samples held (0, 0 when empty) */
+} tsdb_head_stats;
+
+void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret);
+uint64_t tsdb_head_series_count(tsdb_head *h);
+
+/* See GC above. ret_removed (may be NULL) gets the number of series. */
+int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed);
+/* See CHECKPOINT above. BASE_E_INVAL without a WAL. */
+int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen);
+
+#endif

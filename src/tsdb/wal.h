@@ -1,0 +1,149 @@
+/* wal.h -- the TSDB's write-ahead log: numbered segment files of framed,
+ * checksummed records, group commit for concurrent writers, replay that
+ * survives torn and corrupt tails, and checkpoints that bound replay.
+ *
+ * ON DISK (directory `dir`):
+ *   dir/00000001, dir/00000002, ...   segments, 8 decimal digits
+ *   dir/checkpoint.00000007/00000000  the checkpoint: the state that
+ *                                     segments < 7 produced, same framing
+ *   dir/checkpoint.00000007.tmp/      a checkpoint being written (removed
+ *                                     at open: it never became visible)
+ * A segment (and the checkpoint file) is a plain sequence of frames, no
+ * file header:
+ *   bytes 0..3  u32 little endian L: payload length, 1..TSDB_WAL_RECORD_MAX
+ *   bytes 4..7  u32 little endian CRC-32C (Castagnoli, reflected, init and
+ *               final xor 0xffffffff; the check value of "123456789" is
+ *               0xe3069283) over bytes 0..3 then the payload
+ *   bytes 8..   the payload: one record (record.h), never split
+ * A record is never split across segments; a new segment is started when
+ * the next batch would grow the current one past segment_size (so a
+ * segment may exceed it by one batch, or hold one record larger than it).
+ * CRC-32C rather than zlib's crc32: it is what Prometheus's WAL uses, the
+ * tsdb module does not link zlib, and SSE4.2 computes it in hardware (a
+ * table-driven fallback is used elsewhere); it is one function in wal.c.
+ *
+ * DURABILITY POLICY (tsdb_wal_opts.sync):
+ *   TSDB_WAL_SYNC_NONE (default)  an append returns after write(2) of its
+ *       batch: the bytes are in the kernel's page cache, so they survive
+ *       kill -9 of the process (not a power loss or kernel crash).
+ *   TSDB_WAL_SYNC_BATCH  fdatasync(2) after every batch write, before
+ *       acknowledging: survives power loss, costs one device flush a batch.
+ *   TSDB_WAL_SYNC_INTERVAL  fdatasync when sync_interval_ms have passed
+ *       since the last one (checked at each batch): power loss loses at
+ *       most that window.
+ * Segments are fdatasync'ed when they are closed (roll, close) under every
+ * policy, and checkpoints are always synced before they are renamed.
+ *
+ * GROUP COMMIT. Writers frame records into their own buffer (no lock),
+ * then tsdb_wal_enqueue copies the frames into the pending batch under the
+ * WAL mutex and returns a ticket; tsdb_wal_wait(ticket) returns once the
+ * batch holding that ticket has been written. The first waiter to find no
+ * write in progress becomes the leader: it swaps the pending batch out,
+ * writes it with one write(2) (looping on short writes) without holding the
+ * mutex, and wakes everyone; writers that arrived meanwhile form the next
+ * batch. The order of enqueue calls is the order on disk. A write error is
+ * sticky: every later enqueue and wait fails with BASE_E_IO.
+ *
+ * REPLAY (tsdb_wal_open) reads the newest checkpoint, then every segment
+ * numbered >= the checkpoint's in order, handing each valid payload to the
+ * caller. A frame with a bad length or CRC, or one cut short by the end of
+ * the file, ends that segment: in the last segment the file is truncated
+ * to the last good frame (a torn tail after a crash is expected); in an
+ * older one the rest of that segment is skipped (it cannot be resynced
+ * without a marker) and replay goes on with the next segment. Either way
+ * the damage is counted in tsdb_wal_report and described once in its
+ * `first_error`; open never fails because of damaged content. Leftover
+ * segments older than the checkpoint and *.tmp checkpoints are deleted.
+ * Writes then go to a fresh segment numbered after the last one.
+ *
+ * THREADS. enqueue/wait/log may be called from any number of threads.
+ * Checkpoints and close are for one thread at a time; close must not race
+ * with appends.
+ */
+#ifndef KELVIN_TSDB_WAL_H
+#define KELVIN_TSDB_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+
+#define TSDB_WAL_SEGMENT_SIZE ((uint64_t)128 << 20)
+#define TSDB_WAL_RECORD_MAX   ((uint32_t)1 << 27) /* 128 MiB */
+#define TSDB_WAL_FRAME_HDR    8
+
+enum {
+    TSDB_WAL_SYNC_NONE = 0,
+    TSDB_WAL_SYNC_BATCH = 1,
+    TSDB_WAL_SYNC_INTERVAL = 2,
+};
+
+typedef struct tsdb_wal_opts {
+    uint64_t segment_size;     /* 0: TSDB_WAL_SEGMENT_SIZE */
+    int sync;                  /* TSDB_WAL_SYNC_* */
+    uint32_t sync_interval_ms; /* for TSDB_WAL_SYNC_INTERVAL (0: 1000) */
+} tsdb_wal_opts;
+
+typedef struct tsdb_wal_report {
+    uint64_t checkpoint;    /* number of the checkpoint read, 0 if none */
+    uint64_t segments;      /* segments read */
+    uint64_t records;       /* valid records handed out (checkpoint included) */
+    uint64_t bytes;         /* their payload bytes */
+    uint64_t corruptions;   /* damaged places found (torn tails included) */
+    uint64_t truncated_bytes; /* bytes cut off the last segment */
+    uint64_t skipped_bytes;   /* bytes of older segments not replayed */
+    char first_error[256];  /* "" or the first problem, for one log line */
+} tsdb_wal_report;
+
+typedef struct tsdb_wal_stats {
+    uint64_t records, bytes, batches, syncs, segment; /* segment: current */
+} tsdb_wal_stats;
+
+/* Called for every valid record in order. from_checkpoint: 1 while the
+ * checkpoint is read. A non-zero return stops replay and open returns it. */
+typedef int (*tsdb_wal_replay_fn)(void *ctx, const uint8_t *rec, size_t len, int from_checkpoint);
+
+typedef struct tsdb_wal tsdb_wal;
+
+/* Creates dir if needed, replays it through fn (may be NULL), repairs the
+ * tail and opens a new segment for writing. Errors (err gets the path and
+ * errno text): BASE_E_IO, BASE_E_NOMEM, BASE_E_LIMIT (dir longer than 3800
+ * bytes), or fn's return. */
+int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn fn, void *ctx,
+                  tsdb_wal_report *ret_report, tsdb_wal **ret, char *err, size_t errlen);
+/* Writes what is pending, syncs and closes the segment, frees w. Returns
+ * 0 or the sticky error. */
+int tsdb_wal_close(tsdb_wal *w);
+
+/* Framing helpers: begin appends a placeholder header and returns its
+ * offset; end fills it in over everything appended since. Returns 0,
+ * BASE_E_LIMIT (payload empty or over TSDB_WAL_RECORD_MAX) or out's error. */
+size_t tsdb_wal_frame_begin(base_buf *out);
+int tsdb_wal_frame_end(base_buf *out, size_t start);
+
+/* Copies frames (whole frames, made as above) into the pending batch.
+ * Returns 0 and a ticket for tsdb_wal_wait, or the sticky error. */
+int tsdb_wal_enqueue(tsdb_wal *w, const void *frames, size_t len, uint64_t *ret_ticket);
+/* Returns once the ticket's batch is written (and synced, per policy). */
+int tsdb_wal_wait(tsdb_wal *w, uint64_t ticket);
+/* frame + enqueue + wait for one record. */
+int tsdb_wal_log(tsdb_wal *w, const void *rec, size_t len);
+
+void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret);
+
+/* Checkpoint: begin writes out everything pending, starts segment N and
+ * returns a writer for checkpoint.N (which stands for all segments < N);
+ * add appends one record; commit syncs, renames it into place, then
+ * deletes segments < N and older checkpoints. abort discards it. The
+ * caller must make sure the records it adds describe everything that
+ * segments < N held (see head.c). */
+typedef struct tsdb_wal_ckpt tsdb_wal_ckpt;
+int tsdb_wal_ckpt_begin(tsdb_wal *w, tsdb_wal_ckpt **ret, char *err, size_t errlen);
+int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len);
+int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen);
+void tsdb_wal_ckpt_abort(tsdb_wal_ckpt *c);
+
+/* CRC-32C of buf, continuing from crc (0 to start). */
+uint32_t tsdb_crc32c(uint32_t crc, const void *buf, size_t len);
+
+#endif

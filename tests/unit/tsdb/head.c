@@ -1,0 +1,490 @@
+/* tests/unit/tsdb/head.c -- the head (src/tsdb/head.c): append and select
+ * with every matcher type (=, !=, =~, !~, empty-matching forms, literal
+ * alternations), time ranges across chunk cuts, rejection counters
+ * (out_of_order, duplicate, noop, too_old, unknown_ref), forced hash
+ * collisions, label names/values, GC, restart from the WAL, checkpoint +
+ * restart, concurrent appenders and readers (run under ASan here; build
+ * with -fsanitize=thread to run it under TSan), and with
+ * KELVIN_TSDB_BENCH=1 the measurements: appends/s, bytes per series,
+ * replay time. */
+#include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "base/err.h"
+#include "labels/labels.h"
+#include "tsdb/head.h"
+#include "tsdb/head_int.h"
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+    (void)sb;
+    (void)flag;
+    (void)f;
+    return remove(p);
+}
+static void rm_rf(const char *p) { nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+static char *mktmp(void) {
+    char *d = strdup("/tmp/kelvin-head-XXXXXX");
+    assert_non_null(mkdtemp(d));
+    return d;
+}
+
+static tsdb_head *hopen(const char *dir) {
+    tsdb_head_opts o = {.wal_dir = dir};
+    tsdb_head *h;
+    char err[256];
+    assert_int_equal(tsdb_head_open(&o, &h, NULL, err, sizeof err), 0);
+    return h;
+}
+
+static labels_set *mk(const char *name, const char *job, const char *gpu) {
+    labels_set *ls;
+    if (gpu)
+        assert_int_equal(labels_from_cstrs(&ls, "__name__", name, "gpu", gpu, "job", job, NULL), 0);
+    else
+        assert_int_equal(labels_from_cstrs(&ls, "__name__", name, "job", job, NULL), 0);
+    return ls;
+}
+
+static labels_matcher *mt(labels_match_type t, const char *n, const char *v) {
+    labels_matcher *m;
+    assert_int_equal(labels_matcher_new(t, base_str_c(n), base_str_c(v), &m, NULL, 0), 0);
+    return m;
+}
+
+/* Number of series a select returns, and their total samples. */
+static size_t sel(tsdb_head *h, labels_matcher **ms, size_t n, int64_t mint, int64_t maxt, size_t *ret_samples) {
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, ms, n, mint, maxt, &ss), 0);
+    size_t k = 0, ns = 0;
+    const labels_set *prev = NULL;
+    while (tsdb_series_set_next(ss) == 1) {
+        const labels_set *ls = tsdb_series_set_labels(ss);
+        if (prev) assert_true(labels_cmp(prev, ls) < 0);
+        prev = ls;
+        int64_t t, lt = INT64_MIN;
+        double v;
+        int r;
+        while ((r = tsdb_series_set_sample(ss, &t, &v)) == 1) {
+            assert_true(t >= mint && t <= maxt && t > lt);
+            lt = t;
+            ns++;
+        }
+        assert_int_equal(r, 0);
+        k++;
+    }
+    tsdb_series_set_free(ss);
+    for (size_t i = 0; i < n; i++) labels_matcher_free(ms[i]);
+    if (ret_samples) *ret_samples = ns;
+    return k;
+}
+
+/* 3 metrics x 2 jobs x 4 gpus + 2 series without gpu; 300 samples each. */
+static void fill(tsdb_head *h) {
+    static const char *names[] = {"temp", "power", "util"}, *jobs[] = {"dcgm", "node"},
+                      *gpus[] = {"0", "1", "2", "3"};
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    labels_set *ls[26];
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++)
+            for (int g = 0; g < 4; g++) ls[n++] = mk(names[i], jobs[j], gpus[g]);
+    ls[n++] = mk("up", "dcgm", NULL);
+    ls[n++] = mk("up", "node", NULL);
+    for (int64_t t = 1; t <= 300; t++) {
+        for (size_t i = 0; i < n; i++) assert_int_equal(tsdb_head_app_add(a, ls[i], t * 1000, (double)(t + i)), 0);
+        tsdb_append_result r;
+        assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+        assert_int_equal(r.appended, n);
+        assert_int_equal(r.series_created, t == 1 ? n : 0);
+    }
+    for (size_t i = 0; i < n; i++) labels_unref(ls[i]);
+    tsdb_head_app_free(a);
+}
+
+static void check_matchers(tsdb_head *h) {
+    size_t ns;
+    assert_int_equal(tsdb_head_series_count(h), 26);
+    assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), 26);
+    assert_int_equal(ns, 26 * 300);
+    labels_matcher *m[3];
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "temp");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 8);
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "temp");
+    m[1] = mt(LABELS_MATCH_NEQ, "gpu", "0");
+    assert_int_equal(sel(h, m, 2, INT64_MIN, INT64_MAX, NULL), 6);
+    m[0] = mt(LABELS_MATCH_RE, "__name__", "temp|power");
+    m[1] = mt(LABELS_MATCH_RE, "gpu", "[12]");
+    m[2] = mt(LABELS_MATCH_EQ, "job", "node");
+    assert_int_equal(sel(h, m, 3, INT64_MIN, INT64_MAX, NULL), 4);
+    m[0] = mt(LABELS_MATCH_NRE, "__name__", "t.*|p.*");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 10); /* util x8 + up x2 */
+    m[0] = mt(LABELS_MATCH_EQ, "gpu", ""); /* series without gpu */
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 2);
+    m[0] = mt(LABELS_MATCH_NEQ, "gpu", "3"); /* includes series without gpu */
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 20);
+    m[0] = mt(LABELS_MATCH_RE, "gpu", ".+");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 24);
+    m[0] = mt(LABELS_MATCH_RE, "nosuch", ".*");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 26);
+    m[0] = mt(LABELS_MATCH_EQ, "nosuch", "x");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 0);
+    m[0] = mt(LABELS_MATCH_EQ, "job", "nosuchvalue");
+    assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 0);
+    /* time ranges, across chunk boundaries (120 samples a chunk) */
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "up");
+    assert_int_equal(sel(h, m, 1, 119000, 242000, &ns), 2);
+    assert_int_equal(ns, 2 * 124);
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "up");
+    assert_int_equal(sel(h, m, 1, 301000, 400000, &ns), 0);
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "up");
+    assert_int_equal(sel(h, m, 1, 300000, 300000, &ns), 2);
+    assert_int_equal(ns, 2);
+    /* values come back */
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "up");
+    m[1] = mt(LABELS_MATCH_EQ, "job", "node");
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, m, 2, 150000, 150000, &ss), 0);
+    assert_int_equal(tsdb_series_set_next(ss), 1);
+    int64_t t;
+    double v;
+    assert_int_equal(tsdb_series_set_sample(ss, &t, &v), 1);
+    assert_int_equal(t, 150000);
+    assert_true(v == 150.0 + 25);
+    assert_int_equal(tsdb_series_set_sample(ss, &t, &v), 0);
+    assert_int_equal(tsdb_series_set_next(ss), 0);
+    tsdb_series_set_free(ss);
+    labels_matcher_free(m[0]);
+    labels_matcher_free(m[1]);
+    /* label names and values */
+    tsdb_strs *s;
+    assert_int_equal(tsdb_head_label_names(h, NULL, 0, INT64_MIN, INT64_MAX, &s), 0);
+    assert_int_equal(s->n, 3);
+    assert_true(base_str_eqc(s->v[0], "__name__") && base_str_eqc(s->v[1], "gpu") && base_str_eqc(s->v[2], "job"));
+    tsdb_strs_free(s);
+    assert_int_equal(tsdb_head_label_values(h, base_str_c("__name__"), NULL, 0, INT64_MIN, INT64_MAX, &s), 0);
+    assert_int_equal(s->n, 4);
+    assert_true(base_str_eqc(s->v[0], "power") && base_str_eqc(s->v[3], "util"));
+    tsdb_strs_free(s);
+    m[0] = mt(LABELS_MATCH_EQ, "__name__", "up");
+    assert_int_equal(tsdb_head_label_names(h, m, 1, INT64_MIN, INT64_MAX, &s), 0);
+    assert_int_equal(s->n, 2);
+    tsdb_strs_free(s);
+    assert_int_equal(tsdb_head_label_values(h, base_str_c("gpu"), m, 1, INT64_MIN, INT64_MAX, &s), 0);
+    assert_int_equal(s->n, 0);
+    tsdb_strs_free(s);
+    labels_matcher_free(m[0]);
+}
+
+static void test_select(void **st) {
+    (void)st;
+    tsdb_head *h = hopen(NULL);
+    fill(h);
+    check_matchers(h);
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    assert_int_equal(hs.series, 26);
+    assert_int_equal(hs.samples, 26 * 300);
+    assert_int_equal(hs.chunks, 26 * 2);
+    assert_int_equal(hs.mint, 1000);
+    assert_int_equal(hs.maxt, 300000);
+    assert_true(hs.bytes_total > 0);
+    tsdb_head_close(h);
+}
+
+static void test_rejections(void **st) {
+    (void)st;
+    tsdb_head *h = hopen(NULL);
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    labels_set *ls = mk("m", "j", NULL);
+    tsdb_append_result r;
+    assert_int_equal(tsdb_head_app_add(a, ls, 100, 1.0), 0);
+    assert_int_equal(tsdb_head_app_add(a, ls, 200, 2.0), 0);
+    assert_int_equal(tsdb_head_app_add(a, ls, 150, 9.0), 0); /* out of order */
+    assert_int_equal(tsdb_head_app_add(a, ls, 200, 2.0), 0); /* same value: no-op */
+    assert_int_equal(tsdb_head_app_add(a, ls, 200, 3.0), 0); /* duplicate */
+    assert_int_equal(tsdb_head_app_add_ref(a, 999, 300, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.appended, 2);
+    assert_int_equal(r.out_of_order, 1);
+    assert_int_equal(r.noop, 1);
+    assert_int_equal(r.duplicate, 1);
+    assert_int_equal(r.unknown_ref, 1);
+    uint64_t ref;
+    assert_int_equal(tsdb_head_ref(h, ls, &ref), 0);
+    /* the stale marker survives bit for bit */
+    uint64_t stale = 0x7ff0000000000002ull;
+    double sv;
+    memcpy(&sv, &stale, 8);
+    assert_int_equal(tsdb_head_app_add_ref(a, ref, 300, sv), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.appended, 1);
+    /* GC at 250: keeps the series (sample at 300), rejects older appends */
+    uint64_t removed;
+    assert_int_equal(tsdb_head_gc(h, 250, &removed), 0);
+    assert_int_equal(removed, 0);
+    assert_int_equal(tsdb_head_app_add_ref(a, ref, 240, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.too_old, 1);
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    assert_int_equal(hs.totals.out_of_order, 1);
+    assert_int_equal(hs.totals.too_old, 1);
+    assert_int_equal(hs.totals.duplicate, 1);
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, NULL, 0, 300, 300, &ss), 0);
+    assert_int_equal(tsdb_series_set_next(ss), 1);
+    int64_t t;
+    double v;
+    assert_int_equal(tsdb_series_set_sample(ss, &t, &v), 1);
+    assert_memory_equal(&v, &stale, 8);
+    tsdb_series_set_free(ss);
+    /* GC past the last sample removes the series; appending by labels
+     * recreates it with a new ref, by the old ref fails */
+    assert_int_equal(tsdb_head_gc(h, 1000, &removed), 0);
+    assert_int_equal(removed, 1);
+    assert_int_equal(tsdb_head_series_count(h), 0);
+    assert_int_equal(tsdb_head_app_add_ref(a, ref, 2000, 1.0), 0);
+    assert_int_equal(tsdb_head_app_add(a, ls, 2000, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.unknown_ref, 1);
+    assert_int_equal(r.series_created, 1);
+    uint64_t ref2;
+    assert_int_equal(tsdb_head_ref(h, ls, &ref2), 0);
+    assert_true(ref2 != ref);
+    tsdb_strs *s;
+    assert_int_equal(tsdb_head_label_names(h, NULL, 0, INT64_MIN, INT64_MAX, &s), 0);
+    assert_int_equal(s->n, 2);
+    tsdb_strs_free(s);
+    labels_unref(ls);
+    tsdb_head_app_free(a);
+    tsdb_head_close(h);
+}
+
+static void test_collisions(void **st) {
+    (void)st;
+    tsdb__head_hash_mask = 3; /* 4 distinct hashes for 26 series */
+    tsdb_head *h = hopen(NULL);
+    fill(h);
+    check_matchers(h);
+    uint64_t removed;
+    assert_int_equal(tsdb_head_gc(h, 1000000, &removed), 0);
+    assert_int_equal(removed, 26);
+    tsdb_head_close(h);
+    tsdb__head_hash_mask = ~(uint64_t)0;
+}
+
+static void test_restart_and_checkpoint(void **st) {
+    (void)st;
+    char *dir = mktmp(), err[256];
+    tsdb_head *h = hopen(dir);
+    fill(h);
+    tsdb_head_close(h);
+    h = hopen(dir);
+    check_matchers(h);
+    /* more samples after restart continue the same series */
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    labels_set *ls = mk("up", "node", NULL);
+    assert_int_equal(tsdb_head_app_add(a, ls, 301000, 1.0), 0);
+    tsdb_append_result r;
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.series_created, 0);
+    assert_int_equal(r.appended, 1);
+    /* checkpoint keeping samples from 200 s on, then more appends */
+    assert_int_equal(tsdb_head_checkpoint(h, 200000, err, sizeof err), 0);
+    assert_int_equal(tsdb_head_app_add(a, ls, 302000, 2.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    tsdb_head_app_free(a);
+    tsdb_head_close(h);
+    tsdb_wal_report rep;
+    tsdb_head_opts o = {.wal_dir = dir};
+    assert_int_equal(tsdb_head_open(&o, &h, &rep, err, sizeof err), 0);
+    assert_true(rep.checkpoint > 0);
+    assert_int_equal(rep.corruptions, 0);
+    assert_int_equal(tsdb_head_series_count(h), 26);
+    size_t ns;
+    assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), 26);
+    assert_int_equal(ns, 26 * 101 + 2); /* 200..300 s, plus 301 and 302 s */
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    assert_int_equal(hs.replay_rejected, 0);
+    labels_unref(ls);
+    tsdb_head_close(h);
+    rm_rf(dir);
+    free(dir);
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+enum { NW = 4, NSER = 200, NT = 60 };
+typedef struct warg {
+    tsdb_head *h;
+    int id;
+    _Atomic int *stop;
+} warg;
+
+static void *app_thread(void *p) {
+    warg *w = p;
+    tsdb_head_app *a;
+    if (tsdb_head_app_new(w->h, &a)) abort();
+    labels_set *ls[NSER];
+    char job[16], gpu[16];
+    for (int i = 0; i < NSER; i++) {
+        snprintf(job, sizeof job, "w%d", w->id);
+        snprintf(gpu, sizeof gpu, "%d", i);
+        if (labels_from_cstrs(&ls[i], "__name__", "m", "gpu", gpu, "job", job, NULL)) abort();
+    }
+    for (int t = 1; t <= NT; t++) {
+        for (int i = 0; i < NSER; i++)
+            if (tsdb_head_app_add(a, ls[i], t, (double)t)) abort();
+        tsdb_append_result r;
+        if (tsdb_head_app_commit(a, &r) || r.appended != NSER) abort();
+    }
+    for (int i = 0; i < NSER; i++) labels_unref(ls[i]);
+    tsdb_head_app_free(a);
+    return NULL;
+}
+
+static void *read_thread(void *p) {
+    warg *w = p;
+    while (!atomic_load(w->stop)) {
+        tsdb_series_set *ss;
+        if (tsdb_head_select(w->h, NULL, 0, INT64_MIN, INT64_MAX, &ss)) abort();
+        while (tsdb_series_set_next(ss) == 1) {
+            int64_t t, lt = 0;
+            double v;
+            while (tsdb_series_set_sample(ss, &t, &v) == 1) {
+                if (t != lt + 1 || v != (double)t) abort();
+                lt = t;
+            }
+        }
+        tsdb_series_set_free(ss);
+        tsdb_strs *s;
+        if (tsdb_head_label_values(w->h, base_str_c("job"), NULL, 0, INT64_MIN, INT64_MAX, &s)) abort();
+        tsdb_strs_free(s);
+        tsdb_head_stats hs;
+        tsdb_head_stats_get(w->h, &hs);
+    }
+    labels_thread_cleanup();
+    return NULL;
+}
+
+static void test_concurrency(void **st) {
+    (void)st;
+    char *dir = mktmp();
+    tsdb_head *h = hopen(dir);
+    _Atomic int stop = 0;
+    pthread_t th[NW + 2];
+    warg w[NW + 2];
+    for (int i = 0; i < NW + 2; i++) {
+        w[i] = (warg){h, i, &stop};
+        pthread_create(&th[i], NULL, i < NW ? app_thread : read_thread, &w[i]);
+    }
+    for (int i = 0; i < NW; i++) pthread_join(th[i], NULL);
+    atomic_store(&stop, 1);
+    for (int i = NW; i < NW + 2; i++) pthread_join(th[i], NULL);
+    size_t ns;
+    assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), NW * NSER);
+    assert_int_equal(ns, NW * NSER * NT);
+    tsdb_head_close(h);
+    h = hopen(dir);
+    assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), NW * NSER);
+    assert_int_equal(ns, NW * NSER * NT);
+    tsdb_head_close(h);
+    rm_rf(dir);
+    free(dir);
+}
+
+/* ---- measurements (KELVIN_TSDB_BENCH=1) --------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_bench(void **st) {
+    (void)st;
+    const char *b = getenv("KELVIN_TSDB_BENCH");
+    int full = b && b[0] == '1';
+    size_t nser = full ? 100000 : 2000, nsamp = full ? 240 : 20;
+    char *dir = mktmp(), buf[32];
+    tsdb_head *h = hopen(dir);
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    uint64_t *refs = malloc(nser * sizeof *refs);
+    for (size_t i = 0; i < nser; i++) {
+        labels_set *ls;
+        snprintf(buf, sizeof buf, "%zu", i);
+        assert_int_equal(labels_from_cstrs(&ls, "__name__", "DCGM_FI_DEV_GPU_TEMP", "Hostname", "node-0042",
+                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance", "10.0.0.1:9400",
+                                           "modelName", "NVIDIA H100 80GB HBM3", NULL),
+                         0);
+        assert_int_equal(tsdb_head_app_add(a, ls, 0, 40.0), 0);
+        labels_unref(ls);
+        if (i % 1000 == 999 || i + 1 == nser) assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
+    }
+    for (size_t i = 0; i < nser; i++) {
+        labels_set *ls;
+        snprintf(buf, sizeof buf, "%zu", i);
+        assert_int_equal(labels_from_cstrs(&ls, "__name__", "DCGM_FI_DEV_GPU_TEMP", "Hostname", "node-0042",
+                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance", "10.0.0.1:9400",
+                                           "modelName", "NVIDIA H100 80GB HBM3", NULL),
+                         0);
+        assert_int_equal(tsdb_head_ref(h, ls, &refs[i]), 0);
+        labels_unref(ls);
+    }
+    double t0 = now_s();
+    uint64_t n = 0;
+    for (size_t s = 1; s < nsamp; s++) {
+        for (size_t i = 0; i < nser; i++) {
+            assert_int_equal(tsdb_head_app_add_ref(a, refs[i], (int64_t)s * 15000, 40.0 + (double)((s + i) % 7)), 0);
+            if (i % 1000 == 999 || i + 1 == nser) assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
+            n++;
+        }
+    }
+    double dt = now_s() - t0;
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    printf("bench: %zu series x %zu samples: %.2f M appends/s (one thread, WAL on, batches of 1000)\n", nser, nsamp,
+           (double)n / dt / 1e6);
+    printf("bench: head bytes/series %.0f (series+open chunk %.0f, closed chunks %.0f, index %.0f, labels+strings "
+           "%.0f), %.2f bytes/sample in chunks\n",
+           (double)hs.bytes_total / (double)hs.series, (double)hs.bytes_series / (double)hs.series,
+           (double)hs.bytes_chunks / (double)hs.series, (double)hs.bytes_index / (double)hs.series,
+           (double)hs.bytes_labels / (double)hs.series,
+           hs.chunks ? (double)hs.bytes_chunks / (double)(hs.chunks * 120) : 0.0);
+    tsdb_head_app_free(a);
+    tsdb_head_close(h);
+    t0 = now_s();
+    h = hopen(dir);
+    dt = now_s() - t0;
+    assert_int_equal(tsdb_head_series_count(h), nser);
+    printf("bench: replay of %zu series x %zu samples: %.2f s\n", nser, nsamp, dt);
+    tsdb_head_close(h);
+    free(refs);
+    rm_rf(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_select),      cmocka_unit_test(test_rejections),
+        cmocka_unit_test(test_collisions),  cmocka_unit_test(test_restart_and_checkpoint),
+        cmocka_unit_test(test_concurrency), cmocka_unit_test(test_bench),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
