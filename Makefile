@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-.PHONY: all build run test test-unit bench fuzz format clean deps
+.PHONY: all build run test bench fuzz format format-check clean
 
 all: build
 
@@ -23,6 +23,7 @@ run: build
 test:
 	@scripts/deps build test
 	@scripts/peers
+	@$(MAKE) --no-print-directory format-check
 	@echo "make: building the normal tree in $(BUILD)/"
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -52,7 +53,12 @@ fuzz:
 		mkdir -p $(FUZZ_BUILD)/corpus/$$n; $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 $(FUZZ_BUILD)/corpus/$$n fuzz/corpus/$$n || exit 1; done
 
 format:
+	@echo "make: formatting every C file with .clang-format"
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@echo "make: checking that every C file follows .clang-format (fix with: make format)"
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

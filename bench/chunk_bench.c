@@ -42,13 +42,17 @@ static uint64_t rnd(void) {
     rs ^= rs >> 27;
     return rs * 0x2545f4914f6cdd1dull;
 }
-static double unif(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static double unif(void) {
+    return (double)(rnd() >> 11) / 9007199254740992.0;
+}
 static double gauss(void) {
     double u = unif(), v = unif();
     if (u < 1e-300) u = 1e-300;
     return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
-static double dec(double x, double scale) { return (double)llround(x * scale) / scale; } /* as text would give */
+static double dec(double x, double scale) {
+    return (double)llround(x * scale) / scale;
+} /* as text would give */
 
 /* ---- series shapes ------------------------------------------------------ */
 
@@ -71,7 +75,8 @@ static void make_load(double *load, size_t n) {
 static void g_sm_clock(double *v, size_t n, double *load) {
     for (size_t i = 0; i < n; i++) {
         double c = load[i] > 0 ? 1980 : 1755;
-        if (load[i] > 0.9 && (i / 40) % 7 == 3) c = 1980 - 15 * (double)(1 + (i / 40) % 5); /* power capping */
+        if (load[i] > 0.9 && (i / 40) % 7 == 3)
+            c = 1980 - 15 * (double)(1 + (i / 40) % 5); /* power capping */
         v[i] = c;
     }
 }
@@ -115,7 +120,8 @@ static void g_util(double *v, size_t n, double *load) {
     }
 }
 static void g_fb_used(double *v, size_t n, double *load) { /* MiB */
-    for (size_t i = 0; i < n; i++) v[i] = load[i] > 0 ? round(60000 * load[i]) + (double)(rnd() % 3 == 0 ? rnd() % 64 : 0) : 3;
+    for (size_t i = 0; i < n; i++)
+        v[i] = load[i] > 0 ? round(60000 * load[i]) + (double)(rnd() % 3 == 0 ? rnd() % 64 : 0) : 3;
 }
 static void g_ratio6(double *v, size_t n, double *load) { /* DCGM profiling fields via %f */
     double f = 0.3 + 0.6 * unif();
@@ -125,7 +131,8 @@ static void g_ratio6(double *v, size_t n, double *load) { /* DCGM profiling fiel
     }
 }
 static void g_pcie_rate(double *v, size_t n, double *load) { /* bytes/s, integer, noisy */
-    for (size_t i = 0; i < n; i++) v[i] = load[i] > 0 ? floor(2e9 * load[i] * (1 + 0.2 * gauss()) + 5e9) : (double)(rnd() % 100000);
+    for (size_t i = 0; i < n; i++)
+        v[i] = load[i] > 0 ? floor(2e9 * load[i] * (1 + 0.2 * gauss()) + 5e9) : (double)(rnd() % 100000);
 }
 static void g_nvlink_counter(double *v, size_t n, double *load) {
     double c = floor(1e13 * unif());
@@ -268,7 +275,8 @@ static uint64_t decode_n[2];
 static base_buf out;
 
 /* Encodes one series into chunks of max samples, checks the round trip. */
-static void encode_series(const int64_t *t, const double *v, size_t n, unsigned max, unsigned flags, stats *st) {
+static void encode_series(const int64_t *t, const double *v, size_t n, unsigned max, unsigned flags,
+                          stats *st) {
     tsdb_chunk_app a;
     tsdb_chunk_app_init(&a, max, flags);
     size_t start = 0;
@@ -340,10 +348,11 @@ int main(int argc, char **argv) {
     if (!t || !v || !load) return 1;
     base_buf_init(&out, 0);
 
-    printf("chunk_bench: one node (%d GPUs + host), %.0f h at 15 s = %zu samples a series, chunks of %u\n", NGPUS,
-           hours, n, max);
+    printf("chunk_bench: one node (%d GPUs + host), %.0f h at 15 s = %zu samples a series, chunks of %u\n",
+           NGPUS, hours, n, max);
     uint64_t total_series = 0;
-    for (size_t s = 0; s < NSHAPES; s++) total_series += (uint64_t)shapes[s].per_gpu * NGPUS + shapes[s].per_host;
+    for (size_t s = 0; s < NSHAPES; s++)
+        total_series += (uint64_t)shapes[s].per_gpu * NGPUS + shapes[s].per_host;
     printf("%llu series a node\n", (unsigned long long)total_series);
 
     for (int model = 0; model < (speed_only ? 0 : TS_MODELS); model++) {
@@ -351,7 +360,8 @@ int main(int argc, char **argv) {
         stats tot_x = {0}, tot_k = {0}, gpu_x = {0}, gpu_k = {0};
         if (!quiet) {
             printf("\ntimestamps: %s\n", ts_names[model]);
-            printf("%-40s %7s %9s %9s %6s  %s\n", "series", "count", "xor B/s", "kelvin B/s", "ratio", "kelvin encodings");
+            printf("%-40s %7s %9s %9s %6s  %s\n", "series", "count", "xor B/s", "kelvin B/s", "ratio",
+                   "kelvin encodings");
         }
         for (size_t s = 0; s < NSHAPES; s++) {
             const shape *sh = &shapes[s];
@@ -373,8 +383,9 @@ int main(int argc, char **argv) {
                                            tsdb_chunk_enc_name((uint8_t)e), e & TSDB_ENC_REGULAR ? "+r" : "",
                                            100.0 * (double)k.enc[e] / (double)k.chunks);
                 }
-                printf("%-40s %7d %9.3f %9.3f %6.3f  %s\n", sh->name, count, (double)x.bytes / (double)x.samples,
-                       (double)k.bytes / (double)k.samples, (double)k.bytes / (double)x.bytes, encs);
+                printf("%-40s %7d %9.3f %9.3f %6.3f  %s\n", sh->name, count,
+                       (double)x.bytes / (double)x.samples, (double)k.bytes / (double)k.samples,
+                       (double)k.bytes / (double)x.bytes, encs);
             }
             tot_x.bytes += x.bytes, tot_x.samples += x.samples;
             tot_k.bytes += k.bytes, tot_k.samples += k.samples;
@@ -393,7 +404,8 @@ int main(int argc, char **argv) {
     }
 
     if (decode_n[0])
-        printf("\ndecode (iterate a chunk): kelvin %.1f million samples/s, prometheus xor %.1f million samples/s\n",
+        printf("\ndecode (iterate a chunk): kelvin %.1f million samples/s, prometheus xor %.1f million "
+               "samples/s\n",
                (double)decode_n[0] / decode_s[0] / 1e6, (double)decode_n[1] / decode_s[1] / 1e6);
 
     /* Append speed on one core: every series of 25 nodes gets one sample per

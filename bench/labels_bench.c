@@ -31,10 +31,12 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static base_str S(const char *s) { return base_str_c(s); }
+static base_str S(const char *s) {
+    return base_str_c(s);
+}
 
 #define METRICS 150
-#define GPUS 8
+#define GPUS    8
 
 int main(int argc, char **argv) {
     long nodes = argc > 1 ? strtol(argv[1], NULL, 10) : 1000;
@@ -43,7 +45,8 @@ int main(int argc, char **argv) {
     labels_set **sets = malloc(nseries * sizeof *sets);
     if (!sets) return 1;
     char metric[METRICS][48];
-    for (int m = 0; m < METRICS; m++) snprintf(metric[m], sizeof metric[m], "DCGM_FI_DEV_METRIC_%03d_TOTAL", m);
+    for (int m = 0; m < METRICS; m++)
+        snprintf(metric[m], sizeof metric[m], "DCGM_FI_DEV_METRIC_%03d_TOTAL", m);
 
     labels_stats s0, s1;
     labels_stats_get(&s0);
@@ -56,8 +59,8 @@ int main(int argc, char **argv) {
         snprintf(host, sizeof host, "gpu-node-%05ld", n);
         snprintf(inst, sizeof inst, "gpu-node-%05ld.cluster.local:9400", n);
         for (int g = 0; g < GPUS; g++) {
-            snprintf(uuid, sizeof uuid, "GPU-%08lx-%04x-%04x-%04x-%012lx", (unsigned long)n * 7919u, g, g * 3, g * 7,
-                     (unsigned long)n * 104729u + (unsigned long)g);
+            snprintf(uuid, sizeof uuid, "GPU-%08lx-%04x-%04x-%04x-%012lx", (unsigned long)n * 7919u, g, g * 3,
+                     g * 7, (unsigned long)n * 104729u + (unsigned long)g);
             snprintf(dev, sizeof dev, "nvidia%d", g);
             snprintf(gpu, sizeof gpu, "%d", g);
             snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + g * 0x10);
@@ -86,8 +89,9 @@ int main(int argc, char **argv) {
     printf("fleet: %ld nodes, %zu series, 10 labels each\n", nodes, nseries);
     printf("build: %.0f ns/set (sort + intern + encode, one thread)\n", (t1 - t0) * 1e9 / (double)nseries);
     printf("label set: %.1f bytes/set (malloc usable size + 8-byte header)\n", set_b);
-    printf("interned strings: %llu (%.1f MB payload), table %.1f MB, %.1f bytes/string\n", (unsigned long long)nstr,
-           (double)(s1.strings.string_bytes - s0.strings.string_bytes) / 1e6, str_b / 1e6, str_b / (double)nstr);
+    printf("interned strings: %llu (%.1f MB payload), table %.1f MB, %.1f bytes/string\n",
+           (unsigned long long)nstr, (double)(s1.strings.string_bytes - s0.strings.string_bytes) / 1e6,
+           str_b / 1e6, str_b / (double)nstr);
     printf("labels memory per series: %.1f bytes (sets + strings)\n", set_b + str_b / (double)nseries);
 
     /* marginal cost of a string at scale: 1 M distinct 24-byte values in a
@@ -128,14 +132,15 @@ int main(int argc, char **argv) {
 
     /* matcher throughput over the distinct instance and metric values */
     static const char *pats[] = {
-        "gpu-node-0001.*",       /* prefix */
-        ".*node-0042.*",         /* contains */
-        "gpu-node-00001.cluster.local:9400|gpu-node-00002.cluster.local:9400|gpu-node-00003.cluster.local:9400",
-        ".*",                    /* match-all */
-        ".+:9400",               /* suffix-ish glob */
+        "gpu-node-0001.*", /* prefix */
+        ".*node-0042.*",   /* contains */
+        "gpu-node-00001.cluster.local:9400|gpu-node-00002.cluster.local:9400|gpu-node-00003.cluster.local:"
+        "9400",
+        ".*",                                     /* match-all */
+        ".+:9400",                                /* suffix-ish glob */
         "gpu-node-[0-9]+\\.cluster\\.local:9400", /* PCRE2 */
-        "(?i)GPU-NODE-0001.*",   /* case-insensitive prefix */
-        "DCGM_FI_DEV_METRIC_0[0-4][0-9]_TOTAL", /* enumerated classes */
+        "(?i)GPU-NODE-0001.*",                    /* case-insensitive prefix */
+        "DCGM_FI_DEV_METRIC_0[0-4][0-9]_TOTAL",   /* enumerated classes */
     };
     size_t nv = (size_t)nodes * 2;
     char **vals = malloc(nv * sizeof *vals);
@@ -166,8 +171,8 @@ int main(int argc, char **argv) {
             ns[mode] = (t1 - t0) * 1e9 / ((double)nv * rounds);
             labels_regex_free(re);
         }
-        printf("  %-40.40s %s %6.1f ns  pcre2 %6.1f ns  (%.1fx)%s\n", pats[p], fast ? "fast " : "pcre2", ns[0], ns[1],
-               ns[1] / ns[0], m[0] == m[1] ? "" : "  MISMATCH");
+        printf("  %-40.40s %s %6.1f ns  pcre2 %6.1f ns  (%.1fx)%s\n", pats[p], fast ? "fast " : "pcre2",
+               ns[0], ns[1], ns[1] / ns[0], m[0] == m[1] ? "" : "  MISMATCH");
     }
     for (size_t i = 0; i < nv; i++) free(vals[i]);
     free(vals);

@@ -32,14 +32,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char text[512];
     int n = 0;
     if (pl || cl)
-        n += snprintf(text + n, sizeof text - (size_t)n, "1:memory:/kubepods/burstable/%s%s/%s%s\n", pl ? "pod" : "",
-                      p.pod_uid, cl ? "cri-containerd-" : "", cl ? p.container_id : "");
-    if (jl) n += snprintf(text + n, sizeof text - (size_t)n, "2:devices:/slurm/uid_0/job_%s/step_0\n", p.slurm_job_id);
+        n += snprintf(text + n, sizeof text - (size_t)n, "1:memory:/kubepods/burstable/%s%s/%s%s\n",
+                      pl ? "pod" : "", p.pod_uid, cl ? "cri-containerd-" : "", cl ? p.container_id : "");
+    if (jl)
+        n += snprintf(text + n, sizeof text - (size_t)n, "2:devices:/slurm/uid_0/job_%s/step_0\n",
+                      p.slurm_job_id);
     n += snprintf(text + n, sizeof text - (size_t)n, "0::/\n");
     agent_proc q;
     memset(&q, 0, sizeof q);
     if (agent_cgroup_parse(text, (size_t)n, &q) != 0) abort();
-    if (strcmp(p.pod_uid, q.pod_uid) || strcmp(p.container_id, q.container_id) || strcmp(p.slurm_job_id, q.slurm_job_id))
+    if (strcmp(p.pod_uid, q.pod_uid) || strcmp(p.container_id, q.container_id) ||
+        strcmp(p.slurm_job_id, q.slurm_job_id))
         abort();
     return 0;
 }

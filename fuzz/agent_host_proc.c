@@ -42,7 +42,8 @@ static void check_rendered(void) {
     while ((e = expo_parser_next(&p)) > 0)
         if (e == EXPO_ENTRY_TYPE) types++;
     if (e < 0) { /* we served something Prometheus would refuse */
-        fprintf(stderr, "rendered text does not parse: %s\n%.*s\n", expo_parser_error_at(&p), (int)out.len, out.data);
+        fprintf(stderr, "rendered text does not parse: %s\n%.*s\n", expo_parser_error_at(&p), (int)out.len,
+                out.data);
         abort();
     }
     expo_parser_free(&p);
@@ -126,8 +127,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t l = agent__host_hwmon_clean(t.p, t.n, clean, sizeof clean);
         if (l >= sizeof clean || strlen(clean) != l) abort();
         for (size_t i = 0; i < l; i++)
-            if (!((clean[i] >= 'a' && clean[i] <= 'z') || (clean[i] >= '0' && clean[i] <= '9') || clean[i] == ':' ||
-                  clean[i] == '_'))
+            if (!((clean[i] >= 'a' && clean[i] <= 'z') || (clean[i] >= '0' && clean[i] <= '9') ||
+                  clean[i] == ':' || clean[i] == '_'))
                 abort();
         agent__host_netstat_field_wanted(t.p, t.n);
         agent__host_vmstat_field_wanted(t.p, t.n);

@@ -71,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (labels_builder_from(&r, ls) != 0) abort();
         labels_set *again = NULL;
         if (labels_builder_finish(&r, 0, &again, err, sizeof err) != 0) abort();
-        if (!labels_equal(ls, again) || labels_cmp(ls, again) != 0 || labels_hash(ls) != labels_hash(again)) abort();
+        if (!labels_equal(ls, again) || labels_cmp(ls, again) != 0 || labels_hash(ls) != labels_hash(again))
+            abort();
         labels_unref(again);
         labels_builder_free(&r);
         base_buf out;

@@ -63,8 +63,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t op = (uint8_t)take(&r, 1);
         int back = 0;
         switch (op & 15) {
-        case 0: case 1: case 2: case 3: case 4: tc += 15000; break;
-        case 5: case 6: tc += 15000 + take(&r, 1) % 21 - 10; break;
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4: tc += 15000; break;
+        case 5:
+        case 6: tc += 15000 + take(&r, 1) % 21 - 10; break;
         case 7: tc += 15000 * (1 + take(&r, 1) % 8); break;
         case 8: tc += take(&r, 2) + 1; break;
         case 9: tc += (take(&r, 8) >> 1) + 1; break;
@@ -74,18 +79,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         double x;
         switch (op >> 4) {
-        case 0: case 1: case 2: x = n ? v[n - 1] : 0; break;
+        case 0:
+        case 1:
+        case 2: x = n ? v[n - 1] : 0; break;
         case 3: x = (double)(int8_t)take(&r, 1); break;
         case 4: x = (double)(int16_t)take(&r, 2) / 1000.0; break;
         case 5: x = (double)(int32_t)take(&r, 4) / 1e6; break;
-        case 6: counter += (double)take(&r, 2); x = counter; break;
-        case 7: counter += (double)take(&r, 1) / 100.0; x = counter; break;
-        case 8: vb = 0x7ff0000000000002ull; memcpy(&x, &vb, 8); break; /* stale marker */
-        case 9: vb = 0x7ff0000000000000ull | take(&r, 8); memcpy(&x, &vb, 8); break; /* NaN / +Inf */
-        case 10: vb = 0x8000000000000000ull | (take(&r, 1) ? 0 : 1); memcpy(&x, &vb, 8); break;
-        case 11: vb = take(&r, 2); memcpy(&x, &vb, 8); break; /* denormals */
+        case 6:
+            counter += (double)take(&r, 2);
+            x = counter;
+            break;
+        case 7:
+            counter += (double)take(&r, 1) / 100.0;
+            x = counter;
+            break;
+        case 8:
+            vb = 0x7ff0000000000002ull;
+            memcpy(&x, &vb, 8);
+            break; /* stale marker */
+        case 9:
+            vb = 0x7ff0000000000000ull | take(&r, 8);
+            memcpy(&x, &vb, 8);
+            break; /* NaN / +Inf */
+        case 10:
+            vb = 0x8000000000000000ull | (take(&r, 1) ? 0 : 1);
+            memcpy(&x, &vb, 8);
+            break;
+        case 11:
+            vb = take(&r, 2);
+            memcpy(&x, &vb, 8);
+            break; /* denormals */
         case 12: x = (double)(int64_t)(take(&r, 8) >> (take(&r, 1) % 64)); break;
-        default: vb = take(&r, 8); memcpy(&x, &vb, 8); break;
+        default:
+            vb = take(&r, 8);
+            memcpy(&x, &vb, 8);
+            break;
         }
         if (back || (n > start && (int64_t)tc <= t[n - 1])) {
             /* refused, and nothing changes */

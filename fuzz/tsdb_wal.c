@@ -32,11 +32,14 @@ static int cb(void *ctx, const uint8_t *rec, size_t len, int ck) {
         tsdb_rec_tombstone t;
         uint64_t ref;
         if (d.type == TSDB_REC_SAMPLES)
-            while (tsdb_rec_dec_sample(&d, &x) == 1) {}
+            while (tsdb_rec_dec_sample(&d, &x) == 1) {
+            }
         else if (d.type == TSDB_REC_TOMBSTONES)
-            while (tsdb_rec_dec_tombstone(&d, &t) == 1) {}
+            while (tsdb_rec_dec_tombstone(&d, &t) == 1) {
+            }
         else
-            while (tsdb_rec_dec_series(&d, &ref, &s->b) == 1) {}
+            while (tsdb_rec_dec_series(&d, &ref, &s->b) == 1) {
+            }
     }
     return 0;
 }

@@ -25,9 +25,12 @@ const agent_metric *agent_catalog_find(const char *name) {
 
 static void md_cell(base_buf *out, const char *s) {
     for (; s && *s; s++) {
-        if (*s == '|') base_buf_puts(out, "\\|");
-        else if (*s == '\n') base_buf_putc(out, ' ');
-        else base_buf_putc(out, *s);
+        if (*s == '|')
+            base_buf_puts(out, "\\|");
+        else if (*s == '\n')
+            base_buf_putc(out, ' ');
+        else
+            base_buf_putc(out, *s);
     }
 }
 

@@ -22,7 +22,8 @@
 typedef struct agent_metric {
     const char *name;
     expo_type type;
-    const char *unit;   /* what one unit of the value is: "C", "W", "MHz", "MiB", "bytes", "seconds", "ratio", "%", "" */
+    const char *unit;   /* what one unit of the value is: "C", "W", "MHz", "MiB", "bytes", "seconds", "ratio",
+                           "%", "" */
     const char *help;   /* exactly the HELP text served */
     const char *labels; /* labels beyond the section's entity labels, comma-separated, "" for none */
     const char *source; /* where the number comes from: NVML call or field id, /proc or /sys file */

@@ -12,18 +12,18 @@
  */
 #include "agent/core.h"
 
+#include <libdeflate.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libdeflate.h>
 
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/time.h"
 
-#define MAX_SLOTS 16
+#define MAX_SLOTS  16
 #define MAX_GROUPS 8
 
 typedef struct frag {
@@ -351,7 +351,8 @@ int agent_core_body(agent_core *c, expo_format fmt, int gzip, agent_body **ret) 
 
     if (!plain) {
         size_t len = fmt == EXPO_FMT_OPENMETRICS ? 6 : 0;
-        for (size_t i = 0; i < nf; i++) len += fmt == EXPO_FMT_OPENMETRICS ? frags[i]->om.len : frags[i]->text.len;
+        for (size_t i = 0; i < nf; i++)
+            len += fmt == EXPO_FMT_OPENMETRICS ? frags[i]->om.len : frags[i]->text.len;
         plain = body_new(len);
         if (plain) {
             size_t off = 0;
@@ -408,7 +409,9 @@ size_t agent_core_stats(agent_core *c, agent_collector_stats *out, size_t max) {
     return n;
 }
 
-uint64_t agent_core_scrapes(agent_core *c) { return atomic_load(&c->scrapes); }
+uint64_t agent_core_scrapes(agent_core *c) {
+    return atomic_load(&c->scrapes);
+}
 
 void agent_core_free(agent_core *c) {
     if (!c) return;

@@ -64,7 +64,9 @@ static int take_fd(agent_host *h, host_file *f, int *ret_temp) {
     return fd;
 }
 
-static int gone_errno(int e) { return e == ENODEV || e == ESTALE || e == EBADF || e == ENXIO || e == ENOENT; }
+static int gone_errno(int e) {
+    return e == ENODEV || e == ESTALE || e == EBADF || e == ENXIO || e == ENOENT;
+}
 
 int agent__host_read(agent_host *h, host_file *f, base_str *ret) {
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -164,7 +166,8 @@ static int names_push(host_names *l, const char *name, unsigned char type) {
 }
 
 static int dent_cmp(const void *a, const void *b, void *pool) {
-    return strcmp((const char *)pool + ((const host_dent *)a)->off, (const char *)pool + ((const host_dent *)b)->off);
+    return strcmp((const char *)pool + ((const host_dent *)a)->off,
+                  (const char *)pool + ((const host_dent *)b)->off);
 }
 
 int agent__host_list(agent_host *h, int dirfd, host_names *out) {
@@ -182,7 +185,8 @@ int agent__host_list(agent_host *h, int dirfd, host_names *out) {
         for (ssize_t off = 0; off < n;) {
             struct dirent64 *d = (struct dirent64 *)(void *)(h->dents + off);
             off += d->d_reclen;
-            if (d->d_name[0] == '.' && (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0')))
+            if (d->d_name[0] == '.' &&
+                (d->d_name[1] == '\0' || (d->d_name[1] == '.' && d->d_name[2] == '\0')))
                 continue;
             int rc = names_push(out, d->d_name, d->d_type);
             if (rc) return rc;
@@ -373,9 +377,13 @@ base_str agent__host_next_line(base_str *rest) {
     return line;
 }
 
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static int is_blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 
-static int is_space(char c) { return is_blank(c) || c == '\n'; }
+static int is_space(char c) {
+    return is_blank(c) || c == '\n';
+}
 
 base_str agent__host_next_field(base_str *line) {
     size_t i = 0;
@@ -408,10 +416,14 @@ int agent__host_utf8_valid(const char *s, size_t n) {
         }
         size_t len;
         unsigned cp, min;
-        if ((c & 0xe0) == 0xc0) len = 2, cp = c & 0x1f, min = 0x80;
-        else if ((c & 0xf0) == 0xe0) len = 3, cp = c & 0x0f, min = 0x800;
-        else if ((c & 0xf8) == 0xf0) len = 4, cp = c & 0x07, min = 0x10000;
-        else return 0;
+        if ((c & 0xe0) == 0xc0)
+            len = 2, cp = c & 0x1f, min = 0x80;
+        else if ((c & 0xf0) == 0xe0)
+            len = 3, cp = c & 0x0f, min = 0x800;
+        else if ((c & 0xf8) == 0xf0)
+            len = 4, cp = c & 0x07, min = 0x10000;
+        else
+            return 0;
         if (i + len > n) return 0;
         for (size_t k = 1; k < len; k++) {
             if ((p[i + k] & 0xc0) != 0x80) return 0;
@@ -430,10 +442,14 @@ int agent__host_parse_int_base0(base_str s, int64_t *ret) {
     unsigned base = 10;
     if (i + 1 < s.n && s.p[i] == '0') {
         char c = s.p[i + 1];
-        if (c == 'x' || c == 'X') base = 16, i += 2;
-        else if (c == 'o' || c == 'O') base = 8, i += 2;
-        else if (c == 'b' || c == 'B') base = 2, i += 2;
-        else base = 8, i += 1;
+        if (c == 'x' || c == 'X')
+            base = 16, i += 2;
+        else if (c == 'o' || c == 'O')
+            base = 8, i += 2;
+        else if (c == 'b' || c == 'B')
+            base = 2, i += 2;
+        else
+            base = 8, i += 1;
     }
     if (i >= s.n) return BASE_E_PARSE;
     uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -441,10 +457,14 @@ int agent__host_parse_int_base0(base_str s, int64_t *ret) {
         char c = s.p[i];
         unsigned d;
         if (c == '_') continue;
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-        else return BASE_E_PARSE;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return BASE_E_PARSE;
         if (d >= base) return BASE_E_PARSE;
         if (v > (lim - d) / base) return BASE_E_RANGE;
         v = v * base + d;
@@ -460,7 +480,9 @@ int agent__host_parse_float(base_str s, double *ret) {
 
 /* ---- small pieces ------------------------------------------------------------ */
 
-static void add1(expo_mset *ms, int id, double v) { expo_mset_add(ms, agent__host_fam(ms, id), NULL, NULL, NULL, v); }
+static void add1(expo_mset *ms, int id, double v) {
+    expo_mset_add(ms, agent__host_fam(ms, id), NULL, NULL, NULL, v);
+}
 
 void agent__host_emit_loadavg(agent_host *h, base_str text, expo_mset *ms) {
     (void)h;
@@ -552,7 +574,8 @@ static void emit_time(agent_host *h, expo_mset *ms) {
     agent__host_lb_reset(h);
     agent__host_lb_add(h, "time_zone", zone, strlen(zone));
     const char *l = agent__host_lb_arena(h, ms);
-    if (l) expo_mset_add(ms, agent__host_fam(ms, HOST_M_TIME_ZONE_OFFSET), NULL, l, NULL, (double)tm.tm_gmtoff);
+    if (l)
+        expo_mset_add(ms, agent__host_fam(ms, HOST_M_TIME_ZONE_OFFSET), NULL, l, NULL, (double)tm.tm_gmtoff);
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
@@ -574,9 +597,9 @@ int agent_host_new(const agent_host_opts *opts, agent_host **ret, char *err, siz
     agent_host *h = calloc(1, sizeof *h);
     if (!h) return BASE_E_NOMEM;
     h->proc_fd = h->sys_fd = h->net_class_fd = -1;
-    host_file *files[] = {&h->f_stat,     &h->f_meminfo,   &h->f_loadavg,  &h->f_psi[0],   &h->f_psi[1],
-                          &h->f_psi[2],   &h->f_vmstat,    &h->f_netstat,  &h->f_snmp,     &h->f_snmp6,
-                          &h->f_sockstat, &h->f_sockstat6, &h->f_entropy,  &h->f_poolsize, &h->f_filenr,
+    host_file *files[] = {&h->f_stat,     &h->f_meminfo,   &h->f_loadavg, &h->f_psi[0],   &h->f_psi[1],
+                          &h->f_psi[2],   &h->f_vmstat,    &h->f_netstat, &h->f_snmp,     &h->f_snmp6,
+                          &h->f_sockstat, &h->f_sockstat6, &h->f_entropy, &h->f_poolsize, &h->f_filenr,
                           &h->f_netdev,   &h->f_diskstats};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) *files[i] = NO_FILE;
     base_buf_init(&h->lb, 1 << 20);
@@ -603,8 +626,10 @@ int agent_host_new(const agent_host_opts *opts, agent_host **ret, char *err, siz
     }
     struct rlimit rl = {0, 0};
     size_t cap = 256;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) cap = (size_t)rl.rlim_cur / 4;
-    else if (rl.rlim_cur == RLIM_INFINITY) cap = 4096;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        cap = (size_t)rl.rlim_cur / 4;
+    else if (rl.rlim_cur == RLIM_INFINITY)
+        cap = 4096;
     if (cap > 4096) cap = 4096;
     h->fd_cap = cap;
     h->page_size = sysconf(_SC_PAGESIZE);
@@ -643,16 +668,18 @@ fail:
     return rc;
 }
 
-static void close_file(agent_host *h, host_file *f) { agent__host_file_close(h, f); }
+static void close_file(agent_host *h, host_file *f) {
+    agent__host_file_close(h, f);
+}
 
 void agent_host_free(agent_host *h) {
     if (!h) return;
     agent__host_fs_free(h);
     agent__host_sys_free(h);
     agent__host_proc_free(h);
-    host_file *files[] = {&h->f_stat,     &h->f_meminfo,  &h->f_loadavg,   &h->f_psi[0],    &h->f_psi[1],
-                          &h->f_psi[2],   &h->f_vmstat,   &h->f_netstat,   &h->f_snmp,      &h->f_snmp6,
-                          &h->f_sockstat, &h->f_sockstat6, &h->f_entropy,  &h->f_poolsize,  &h->f_filenr,
+    host_file *files[] = {&h->f_stat,     &h->f_meminfo,   &h->f_loadavg, &h->f_psi[0],   &h->f_psi[1],
+                          &h->f_psi[2],   &h->f_vmstat,    &h->f_netstat, &h->f_snmp,     &h->f_snmp6,
+                          &h->f_sockstat, &h->f_sockstat6, &h->f_entropy, &h->f_poolsize, &h->f_filenr,
                           &h->f_netdev,   &h->f_diskstats};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) close_file(h, files[i]);
     if (h->proc_fd >= 0) close(h->proc_fd);
@@ -681,7 +708,9 @@ void agent_host_set_statfs(agent_host *h, agent_host_statfs_fn fn, int timeout_m
     agent__host_fs_set_statfs(h, fn, timeout_ms);
 }
 
-void agent_host_set_fd_limit(agent_host *h, size_t max_fds) { h->fd_cap = max_fds; }
+void agent_host_set_fd_limit(agent_host *h, size_t max_fds) {
+    h->fd_cap = max_fds;
+}
 
 /* ---- the cycle ------------------------------------------------------------- */
 

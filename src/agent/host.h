@@ -75,9 +75,9 @@ void agent_host_free(agent_host *h);
 /* Counters for tests and the agent's own metrics. */
 typedef struct agent_host_stats {
     uint64_t cycles;
-    size_t fds_open;      /* descriptors kept open for re-reading */
-    size_t mounts_stuck;  /* mounts whose statfs has not returned */
-    size_t rebuilds;      /* device tables rebuilt since start */
+    size_t fds_open;     /* descriptors kept open for re-reading */
+    size_t mounts_stuck; /* mounts whose statfs has not returned */
+    size_t rebuilds;     /* device tables rebuilt since start */
 } agent_host_stats;
 void agent_host_get_stats(const agent_host *h, agent_host_stats *ret);
 

@@ -93,8 +93,8 @@ struct host_fs_state {
 
 /* ---- mounts lines ---- */
 
-int agent__host_parse_mount(base_str line, base_str *dev, base_str *mnt, base_str *fstype, base_str *opts, char *dec,
-                            size_t deccap) {
+int agent__host_parse_mount(base_str line, base_str *dev, base_str *mnt, base_str *fstype, base_str *opts,
+                            char *dec, size_t deccap) {
     *dev = agent__host_next_field(&line);
     base_str raw = agent__host_next_field(&line);
     *fstype = agent__host_next_field(&line);
@@ -131,11 +131,11 @@ int agent__host_mountpoint_excluded(const char *mp, size_t n) {
 }
 
 int agent__host_fstype_excluded(const char *t, size_t n) {
-    static const char *const types[] = {"autofs",   "binfmt_misc", "bpf",      "cgroup",     "cgroup2",   "configfs",
-                                        "debugfs",  "devpts",      "devtmpfs", "fusectl",    "hugetlbfs", "iso9660",
-                                        "mqueue",   "nsfs",        "overlay",  "proc",       "procfs",    "pstore",
-                                        "rpc_pipefs", "securityfs", "selinuxfs", "squashfs", "sysfs",     "tracefs",
-                                        NULL};
+    static const char *const types[] = {"autofs",    "binfmt_misc", "bpf",    "cgroup",     "cgroup2",
+                                        "configfs",  "debugfs",     "devpts", "devtmpfs",   "fusectl",
+                                        "hugetlbfs", "iso9660",     "mqueue", "nsfs",       "overlay",
+                                        "proc",      "procfs",      "pstore", "rpc_pipefs", "securityfs",
+                                        "selinuxfs", "squashfs",    "sysfs",  "tracefs",    NULL};
     for (const char *const *p = types; *p; p++)
         if (strlen(*p) == n && memcmp(*p, t, n) == 0) return 1;
     return 0;
@@ -363,10 +363,12 @@ static void mounts_rebuild(agent_host *h, base_str text) {
             mnt.n -= rl;
             if (!mnt.n) mnt = (base_str){"/", 1};
         }
-        if (agent__host_mountpoint_excluded(mnt.p, mnt.n) || agent__host_fstype_excluded(fstype.p, fstype.n)) continue;
+        if (agent__host_mountpoint_excluded(mnt.p, mnt.n) || agent__host_fstype_excluded(fstype.p, fstype.n))
+            continue;
         int dup = 0;
         for (size_t i = 0; i < n && !dup; i++)
-            dup = base_str_eqc(dev, nw[i].dev) && base_str_eqc(mnt, nw[i].mnt) && base_str_eqc(fstype, nw[i].fstype);
+            dup = base_str_eqc(dev, nw[i].dev) && base_str_eqc(mnt, nw[i].mnt) &&
+                  base_str_eqc(fstype, nw[i].fstype);
         if (dup || n == HOST_MAX_DEVICES) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -387,8 +389,10 @@ static void mounts_rebuild(agent_host *h, base_str text) {
         size_t pl = rl + mnt.n + 2;
         m->path = malloc(pl);
         if (m->path) {
-            if (rl && mnt.n == 1 && mnt.p[0] == '/') snprintf(m->path, pl, "%s", h->rootfs);
-            else snprintf(m->path, pl, "%.*s%.*s", (int)rl, h->rootfs, (int)mnt.n, mnt.p);
+            if (rl && mnt.n == 1 && mnt.p[0] == '/')
+                snprintf(m->path, pl, "%s", h->rootfs);
+            else
+                snprintf(m->path, pl, "%.*s%.*s", (int)rl, h->rootfs, (int)mnt.n, mnt.p);
         }
         for (base_str o = opts; o.n;) {
             const char *c = memchr(o.p, ',', o.n);
@@ -418,7 +422,9 @@ static void mounts_rebuild(agent_host *h, base_str text) {
     h->rebuilds++;
 }
 
-static int statfs_default(const char *path, struct statfs *buf) { return statfs(path, buf); }
+static int statfs_default(const char *path, struct statfs *buf) {
+    return statfs(path, buf);
+}
 
 int agent__host_fs_new(agent_host *h) {
     host_fs_state *s = calloc(1, sizeof *s);
@@ -436,7 +442,9 @@ void agent__host_fs_set_statfs(agent_host *h, agent_host_statfs_fn fn, int timeo
     if (timeout_ms > 0) h->fs->timeout_ms = timeout_ms;
 }
 
-size_t agent__host_fs_stuck(const agent_host *h) { return h->fs ? (size_t)count_stuck(h->fs) : 0; }
+size_t agent__host_fs_stuck(const agent_host *h) {
+    return h->fs ? (size_t)count_stuck(h->fs) : 0;
+}
 
 void agent__host_fs_free(agent_host *h) {
     host_fs_state *s = h->fs;
@@ -519,11 +527,15 @@ void agent__host_fs_collect(agent_host *h, expo_mset *ms) {
         expo_mset_add(ms, f[HOST_M_FS_DEVICE_ERROR - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, m->err ? 1 : 0);
         if (m->err) continue;
         double bs = (double)m->st.f_bsize;
-        expo_mset_add(ms, f[HOST_M_FS_SIZE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, (double)m->st.f_blocks * bs);
-        expo_mset_add(ms, f[HOST_M_FS_FREE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, (double)m->st.f_bfree * bs);
-        expo_mset_add(ms, f[HOST_M_FS_AVAIL - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, (double)m->st.f_bavail * bs);
+        expo_mset_add(ms, f[HOST_M_FS_SIZE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL,
+                      (double)m->st.f_blocks * bs);
+        expo_mset_add(ms, f[HOST_M_FS_FREE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL,
+                      (double)m->st.f_bfree * bs);
+        expo_mset_add(ms, f[HOST_M_FS_AVAIL - HOST_M_FS_AVAIL], NULL, m->lbl, NULL,
+                      (double)m->st.f_bavail * bs);
         expo_mset_add(ms, f[HOST_M_FS_FILES - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, (double)m->st.f_files);
-        expo_mset_add(ms, f[HOST_M_FS_FILES_FREE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, (double)m->st.f_ffree);
+        expo_mset_add(ms, f[HOST_M_FS_FILES_FREE - HOST_M_FS_AVAIL], NULL, m->lbl, NULL,
+                      (double)m->st.f_ffree);
         expo_mset_add(ms, f[HOST_M_FS_READONLY - HOST_M_FS_AVAIL], NULL, m->lbl, NULL, m->ro ? 1 : 0);
     }
 }

@@ -36,6 +36,8 @@
 /* /proc/meminfo fields node_exporter turns into node_memory_<key>; X(id,
  * key as exported, field as in the file). HOST_MEMINFO: values in kB
  * (exported x 1024 as _bytes); HOST_MEMINFO_COUNTS: plain numbers. */
+/* The X-macro tables below keep one entry a line; clang-format would join them. */
+// clang-format off
 #define HOST_MEMINFO_COUNTS(X)                                                                     \
     X(HugePages_Total, "HugePages_Total", "HugePages_Total")                                       \
     X(HugePages_Free, "HugePages_Free", "HugePages_Free")                                          \
@@ -168,6 +170,7 @@
     X(SPEED, "speed_bytes", "speed", EXPO_GAUGE)                                                   \
     X(TX_QUEUE_LEN, "transmit_queue_length", "tx_queue_len", EXPO_GAUGE)                           \
     X(PROTOCOL_TYPE, "protocol_type", "type", EXPO_GAUGE)
+// clang-format on
 
 enum {
     /* cpu */
@@ -193,18 +196,17 @@ enum {
     HOST_M_PSI_IO_STALLED,
     HOST_M_PSI_MEM_WAITING,
     HOST_M_PSI_MEM_STALLED,
-    /* meminfo */
+/* meminfo */
 #define HOST__MEM_ENUM(id, key, field) HOST_M_MEM_##id,
-    HOST_MEMINFO(HOST__MEM_ENUM)
-    HOST_MEMINFO_COUNTS(HOST__MEM_ENUM)
+    HOST_MEMINFO(HOST__MEM_ENUM) HOST_MEMINFO_COUNTS(HOST__MEM_ENUM)
 #undef HOST__MEM_ENUM
-    /* vmstat */
+/* vmstat */
 #define HOST__VM_ENUM(f) HOST_M_VM_##f,
-    HOST_VMSTAT(HOST__VM_ENUM)
+        HOST_VMSTAT(HOST__VM_ENUM)
 #undef HOST__VM_ENUM
-    /* netdev */
+/* netdev */
 #define HOST__ND_ENUM(f) HOST_M_NET_##f,
-    HOST_NETDEV(HOST__ND_ENUM)
+            HOST_NETDEV(HOST__ND_ENUM)
 #undef HOST__ND_ENUM
     /* netclass */
     HOST_M_NET_UP,
@@ -280,7 +282,7 @@ enum {
     HOST_M_HWMON_ENERGY,
     HOST_M_HWMON_PWM,
     HOST_M_HWMON_HUMIDITY,
-    /* netstat */
+/* netstat */
 #define HOST__NS_ENUM(p, f) HOST_M_NS_##p##_##f,
     HOST_NETSTAT(HOST__NS_ENUM)
 #undef HOST__NS_ENUM
@@ -306,13 +308,13 @@ extern const agent_metric agent__host_metrics[HOST_M__COUNT];
 
 /* ---- limits ----------------------------------------------------------- */
 
-#define HOST_MAX_FILE (16u << 20)  /* biggest /proc file read whole */
-#define HOST_MAX_LISTING 65536     /* entries of one class directory */
-#define HOST_MAX_DEVICES 16384     /* lines of net/dev, diskstats; mounts */
-#define HOST_MAX_CPUS 16384
-#define HOST_ATTR_MAX 4096         /* one sysfs attribute */
+#define HOST_MAX_FILE          (16u << 20) /* biggest /proc file read whole */
+#define HOST_MAX_LISTING       65536       /* entries of one class directory */
+#define HOST_MAX_DEVICES       16384       /* lines of net/dev, diskstats; mounts */
+#define HOST_MAX_CPUS          16384
+#define HOST_ATTR_MAX          4096 /* one sysfs attribute */
 #define HOST_STATFS_TIMEOUT_MS 1000
-#define HOST_MAX_STUCK_HELPERS 16  /* statfs helpers left in a hung call */
+#define HOST_MAX_STUCK_HELPERS 16 /* statfs helpers left in a hung call */
 
 /* ---- files ------------------------------------------------------------ */
 
@@ -320,8 +322,8 @@ extern const agent_metric agent__host_metrics[HOST_M__COUNT];
  * open while the descriptor budget allows. rel is owned by whoever owns the
  * host_file (a literal or a device table's pool). */
 typedef struct host_file {
-    int fd;          /* -1: not open */
-    int dirfd;       /* borrowed */
+    int fd;    /* -1: not open */
+    int dirfd; /* borrowed */
     const char *rel;
 } host_file;
 
@@ -338,7 +340,9 @@ typedef struct host_names {
     size_t n, cap;
 } host_names;
 
-static inline const char *host_names_at(const host_names *l, size_t i) { return l->pool + l->e[i].off; }
+static inline const char *host_names_at(const host_names *l, size_t i) {
+    return l->pool + l->e[i].off;
+}
 
 /* ---- per-subsystem state ------------------------------------------------ */
 
@@ -386,7 +390,7 @@ struct agent_host {
     int *cat_slots;
     size_t cat_mask;
     uint64_t *cat_stamp; /* per catalog entry: the cycle its family was last started by _fam_dyn */
-    const char **dyn; /* generated family names started this cycle */
+    const char **dyn;    /* generated family names started this cycle */
     size_t ndyn, dyn_cap;
 
     /* /proc files */
@@ -398,7 +402,7 @@ struct agent_host {
     unsigned char *cpu_seen;
     size_t ncpu_prev, cpu_cap;
     size_t ncpu_lines; /* cpuN lines in the last /proc/stat */
-    char **cpu_lbl; /* cpu="N", never freed before agent_host_free */
+    char **cpu_lbl;    /* cpu="N", never freed before agent_host_free */
     size_t cpu_lbl_n;
     unsigned *isolated;
     size_t nisolated;
@@ -427,7 +431,9 @@ int agent__host_read(agent_host *h, host_file *f, base_str *ret);
  * attributes are read; the view is untrimmed. */
 int agent__host_read_attr(agent_host *h, host_file *f, size_t max, base_str *ret);
 void agent__host_file_close(agent_host *h, host_file *f);
-static inline host_file agent__host_file(int dirfd, const char *rel) { return (host_file){-1, dirfd, rel}; }
+static inline host_file agent__host_file(int dirfd, const char *rel) {
+    return (host_file){-1, dirfd, rel};
+}
 #define NO_FILE ((host_file){-1, -1, NULL})
 
 /* Lists dirfd (kept open; rewound each call) into out in the kernel's

@@ -30,7 +30,8 @@ static int valid_metric_name(const char *s, size_t n) {
     if (n == 0) return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (i > 0 && c >= '0' && c <= '9')))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+              (i > 0 && c >= '0' && c <= '9')))
             return 0;
     }
     return 1;
@@ -46,8 +47,9 @@ static void dyn_sample(agent_host *h, expo_mset *ms, size_t name_len, expo_type 
 
 /* ---- /proc/stat: cpu and stat ------------------------------------------- */
 
-static const char *const cpu_modes[8] = {"mode=\"user\"",   "mode=\"nice\"", "mode=\"system\"",  "mode=\"idle\"",
-                                         "mode=\"iowait\"", "mode=\"irq\"",  "mode=\"softirq\"", "mode=\"steal\""};
+static const char *const cpu_modes[8] = {"mode=\"user\"",    "mode=\"nice\"",   "mode=\"system\"",
+                                         "mode=\"idle\"",    "mode=\"iowait\"", "mode=\"irq\"",
+                                         "mode=\"softirq\"", "mode=\"steal\""};
 
 const char *agent__host_cpu_label(agent_host *h, size_t id) {
     if (id >= h->cpu_lbl_n) {
@@ -147,12 +149,18 @@ void agent__host_emit_stat(agent_host *h, base_str text, expo_mset *ms) {
         base_str val = agent__host_next_field(&line);
         uint64_t x;
         if (base_parse_u64(val.p, val.n, &x) != 0) continue;
-        if (base_str_eqc(k, "intr")) intr = x, has_intr = 1;
-        else if (base_str_eqc(k, "ctxt")) ctxt = x, has_ctxt = 1;
-        else if (base_str_eqc(k, "btime")) btime = x, has_btime = 1;
-        else if (base_str_eqc(k, "processes")) forks = x, has_forks = 1;
-        else if (base_str_eqc(k, "procs_running")) running = x, has_running = 1;
-        else if (base_str_eqc(k, "procs_blocked")) blocked = x, has_blocked = 1;
+        if (base_str_eqc(k, "intr"))
+            intr = x, has_intr = 1;
+        else if (base_str_eqc(k, "ctxt"))
+            ctxt = x, has_ctxt = 1;
+        else if (base_str_eqc(k, "btime"))
+            btime = x, has_btime = 1;
+        else if (base_str_eqc(k, "processes"))
+            forks = x, has_forks = 1;
+        else if (base_str_eqc(k, "procs_running"))
+            running = x, has_running = 1;
+        else if (base_str_eqc(k, "procs_blocked"))
+            blocked = x, has_blocked = 1;
     }
     /* node_exporter's stat collector exports all six or nothing */
     if (!(has_intr && has_ctxt && has_btime && has_forks && has_running && has_blocked)) return;
@@ -218,7 +226,8 @@ void agent__host_emit_meminfo(agent_host *h, base_str text, expo_mset *ms) {
 int agent__host_vmstat_field_wanted(const char *k, size_t n) {
     /* ^(oom_kill|pgpg|pswp|pg.*fault).* */
     base_str s = {k, n};
-    if (base_str_has_prefix(s, "oom_kill") || base_str_has_prefix(s, "pgpg") || base_str_has_prefix(s, "pswp"))
+    if (base_str_has_prefix(s, "oom_kill") || base_str_has_prefix(s, "pgpg") ||
+        base_str_has_prefix(s, "pswp"))
         return 1;
     if (!base_str_has_prefix(s, "pg")) return 0;
     for (size_t i = 2; i + 5 <= n; i++)
@@ -256,19 +265,29 @@ static int str_in(base_str s, const char *const *set) {
 int agent__host_netstat_field_wanted(const char *k, size_t n) {
     /* ^(.*_(InErrors|InErrs)|Ip_Forwarding|Ip(6|Ext)_(InOctets|OutOctets)|Icmp6?_(InMsgs|OutMsgs)|
      *   TcpExt_(Listen.*|Syncookies.*|TCPSynRetrans|TCPTimeouts)|Tcp_(ActiveOpens|InSegs|OutSegs|OutRsts|
-     *   PassiveOpens|RetransSegs|CurrEstab)|Udp6?_(InDatagrams|OutDatagrams|NoPorts|RcvbufErrors|SndbufErrors))$ */
+     *   PassiveOpens|RetransSegs|CurrEstab)|Udp6?_(InDatagrams|OutDatagrams|NoPorts|RcvbufErrors|SndbufErrors))$
+     */
     base_str s = {k, n};
     if (base_str_has_suffix(s, "_InErrors") || base_str_has_suffix(s, "_InErrs")) return 1;
     if (base_str_eqc(s, "Ip_Forwarding")) return 1;
-    static const char *const octets[] = {"Ip6_InOctets", "Ip6_OutOctets", "IpExt_InOctets", "IpExt_OutOctets",
-                                         "Icmp_InMsgs",  "Icmp_OutMsgs",  "Icmp6_InMsgs",   "Icmp6_OutMsgs",
-                                         "TcpExt_TCPSynRetrans", "TcpExt_TCPTimeouts", NULL};
+    static const char *const octets[] = {"Ip6_InOctets",
+                                         "Ip6_OutOctets",
+                                         "IpExt_InOctets",
+                                         "IpExt_OutOctets",
+                                         "Icmp_InMsgs",
+                                         "Icmp_OutMsgs",
+                                         "Icmp6_InMsgs",
+                                         "Icmp6_OutMsgs",
+                                         "TcpExt_TCPSynRetrans",
+                                         "TcpExt_TCPTimeouts",
+                                         NULL};
     if (str_in(s, octets)) return 1;
     if (base_str_has_prefix(s, "TcpExt_Listen") || base_str_has_prefix(s, "TcpExt_Syncookies")) return 1;
-    static const char *const tcp[] = {"ActiveOpens", "InSegs", "OutSegs", "OutRsts", "PassiveOpens", "RetransSegs",
-                                      "CurrEstab", NULL};
+    static const char *const tcp[] = {"ActiveOpens",  "InSegs",      "OutSegs",   "OutRsts",
+                                      "PassiveOpens", "RetransSegs", "CurrEstab", NULL};
     if (base_str_has_prefix(s, "Tcp_") && str_in((base_str){k + 4, n - 4}, tcp)) return 1;
-    static const char *const udp[] = {"InDatagrams", "OutDatagrams", "NoPorts", "RcvbufErrors", "SndbufErrors", NULL};
+    static const char *const udp[] = {"InDatagrams",  "OutDatagrams", "NoPorts",
+                                      "RcvbufErrors", "SndbufErrors", NULL};
     if (base_str_has_prefix(s, "Udp_") && str_in((base_str){k + 4, n - 4}, udp)) return 1;
     if (base_str_has_prefix(s, "Udp6_") && str_in((base_str){k + 5, n - 5}, udp)) return 1;
     return 0;
@@ -377,8 +396,8 @@ void agent__host_emit_sockstat(agent_host *h, base_str text, int ipv6, expo_mset
         if (base_str_eqc(proto, "sockets")) {
             if (has_used) {
                 expo_family *f = agent__host_fam_dyn(h, ms, agent__host_metrics[HOST_M_SOCK_USED].name,
-                                                     strlen(agent__host_metrics[HOST_M_SOCK_USED].name), EXPO_GAUGE,
-                                                     agent__host_metrics[HOST_M_SOCK_USED].help,
+                                                     strlen(agent__host_metrics[HOST_M_SOCK_USED].name),
+                                                     EXPO_GAUGE, agent__host_metrics[HOST_M_SOCK_USED].help,
                                                      strlen(agent__host_metrics[HOST_M_SOCK_USED].help));
                 if (f) expo_mset_add(ms, f, NULL, NULL, NULL, (double)used);
             }
@@ -388,7 +407,8 @@ void agent__host_emit_sockstat(agent_host *h, base_str text, int ipv6, expo_mset
         for (int i = 1; i < 6; i++)
             if (has[i]) sockstat_one(h, ms, proto, keys[i], (double)val[i]);
         if (has[4]) /* pages x page size in Go's int: wraps rather than overflows */
-            sockstat_one(h, ms, proto, "mem_bytes", (double)(int64_t)((uint64_t)val[4] * (uint64_t)h->page_size));
+            sockstat_one(h, ms, proto, "mem_bytes",
+                         (double)(int64_t)((uint64_t)val[4] * (uint64_t)h->page_size));
     }
 }
 
@@ -478,7 +498,8 @@ static int netdev_rebuild(agent_host *h, base_str text) {
 }
 
 void agent__host_emit_netdev(agent_host *h, base_str text, expo_mset *ms) {
-    if (h->net_class_fd < 0) h->net_class_fd = openat(h->sys_fd, "class/net", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (h->net_class_fd < 0)
+        h->net_class_fd = openat(h->sys_fd, "class/net", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     /* steady state: the same devices in the same order */
     base_str scan = text;
     size_t k = 0;
@@ -509,7 +530,8 @@ void agent__host_emit_netdev(agent_host *h, base_str text, expo_mset *ms) {
         uint64_t nh;
         if (agent__host_read_attr(h, &e->nohandler, 128, &t) == 0) {
             t = agent__host_trim(t);
-            if (base_parse_u64(t.p, t.n, &nh) == 0) expo_mset_add(ms, fam[16], NULL, e->lbl, NULL, (double)nh);
+            if (base_parse_u64(t.p, t.n, &nh) == 0)
+                expo_mset_add(ms, fam[16], NULL, e->lbl, NULL, (double)nh);
         }
     }
 }
@@ -520,11 +542,17 @@ int agent__host_disk_excluded(const char *s, size_t n) {
     /* ^(ram|loop|fd|(h|s|v|xv)d[a-z]|nvme\d+n\d+p)\d+$ */
     size_t i = 0;
     base_str str = {s, n};
-    if (base_str_has_prefix(str, "ram")) i = 3;
-    else if (base_str_has_prefix(str, "loop")) i = 4;
-    else if (base_str_has_prefix(str, "fd")) i = 2;
-    else if (n >= 3 && (s[0] == 'h' || s[0] == 's' || s[0] == 'v') && s[1] == 'd' && s[2] >= 'a' && s[2] <= 'z') i = 3;
-    else if (n >= 4 && memcmp(s, "xvd", 3) == 0 && s[3] >= 'a' && s[3] <= 'z') i = 4;
+    if (base_str_has_prefix(str, "ram"))
+        i = 3;
+    else if (base_str_has_prefix(str, "loop"))
+        i = 4;
+    else if (base_str_has_prefix(str, "fd"))
+        i = 2;
+    else if (n >= 3 && (s[0] == 'h' || s[0] == 's' || s[0] == 'v') && s[1] == 'd' && s[2] >= 'a' &&
+             s[2] <= 'z')
+        i = 3;
+    else if (n >= 4 && memcmp(s, "xvd", 3) == 0 && s[3] >= 'a' && s[3] <= 'z')
+        i = 4;
     else if (base_str_has_prefix(str, "nvme")) {
         i = 4;
         size_t d = i;
@@ -583,13 +611,45 @@ static void disk_ent_free(host_disk_ent *d) {
 }
 
 /* The udev properties node_exporter uses. */
-enum { U_PATH, U_WWN, U_MODEL, U_SERIAL_SHORT, U_REVISION, U_FS_TYPE, U_FS_USAGE, U_FS_UUID,
-       U_FS_VERSION, U_DM_NAME, U_DM_UUID, U_DM_VG, U_DM_LV, U_DM_LAYER, U_ATA, U_ATA_WC, U_ATA_WCE, U_ATA_RPM, U__N };
-static const char *const udev_keys[U__N] = {
-    "ID_PATH",     "ID_WWN",      "ID_MODEL",        "ID_SERIAL_SHORT", "ID_REVISION",
-    "ID_FS_TYPE",  "ID_FS_USAGE", "ID_FS_UUID",      "ID_FS_VERSION",   "DM_NAME",                    "DM_UUID",
-    "DM_VG_NAME",  "DM_LV_NAME",  "DM_LV_LAYER",     "ID_ATA",          "ID_ATA_WRITE_CACHE",         "ID_ATA_WRITE_CACHE_ENABLED",
-    "ID_ATA_ROTATION_RATE_RPM"};
+enum {
+    U_PATH,
+    U_WWN,
+    U_MODEL,
+    U_SERIAL_SHORT,
+    U_REVISION,
+    U_FS_TYPE,
+    U_FS_USAGE,
+    U_FS_UUID,
+    U_FS_VERSION,
+    U_DM_NAME,
+    U_DM_UUID,
+    U_DM_VG,
+    U_DM_LV,
+    U_DM_LAYER,
+    U_ATA,
+    U_ATA_WC,
+    U_ATA_WCE,
+    U_ATA_RPM,
+    U__N
+};
+static const char *const udev_keys[U__N] = {"ID_PATH",
+                                            "ID_WWN",
+                                            "ID_MODEL",
+                                            "ID_SERIAL_SHORT",
+                                            "ID_REVISION",
+                                            "ID_FS_TYPE",
+                                            "ID_FS_USAGE",
+                                            "ID_FS_UUID",
+                                            "ID_FS_VERSION",
+                                            "DM_NAME",
+                                            "DM_UUID",
+                                            "DM_VG_NAME",
+                                            "DM_LV_NAME",
+                                            "DM_LV_LAYER",
+                                            "ID_ATA",
+                                            "ID_ATA_WRITE_CACHE",
+                                            "ID_ATA_WRITE_CACHE_ENABLED",
+                                            "ID_ATA_ROTATION_RATE_RPM"};
 
 /* Makes *slot the label string in h->lb (or NULL when !want), reusing the
  * old string when it is the same. */
@@ -684,7 +744,8 @@ static int disk_rebuild(agent_host *h, base_str text) {
     int rc = 0;
     while (text.n) {
         disk_line dl;
-        if (!parse_disk_line(agent__host_next_line(&text), &dl) || agent__host_disk_excluded(dl.name.p, dl.name.n))
+        if (!parse_disk_line(agent__host_next_line(&text), &dl) ||
+            agent__host_disk_excluded(dl.name.p, dl.name.n))
             continue;
         if (n == HOST_MAX_DEVICES) break;
         if (n == cap) {
@@ -699,7 +760,9 @@ static int disk_rebuild(agent_host *h, base_str text) {
         host_disk_ent *e = &nw[n];
         size_t j;
         for (j = 0; j < nold; j++)
-            if (old[j].name && base_str_eqc(dl.name, old[j].name) && old[j].maj == dl.maj && old[j].min == dl.min) break;
+            if (old[j].name && base_str_eqc(dl.name, old[j].name) && old[j].maj == dl.maj &&
+                old[j].min == dl.min)
+                break;
         if (j < nold) {
             *e = old[j];
             old[j].name = NULL;
@@ -738,9 +801,11 @@ void agent__host_emit_diskstats(agent_host *h, base_str text, expo_mset *ms) {
     int same = 1;
     while (scan.n && same) {
         disk_line dl;
-        if (!parse_disk_line(agent__host_next_line(&scan), &dl) || agent__host_disk_excluded(dl.name.p, dl.name.n))
+        if (!parse_disk_line(agent__host_next_line(&scan), &dl) ||
+            agent__host_disk_excluded(dl.name.p, dl.name.n))
             continue;
-        if (k >= h->ndk || !base_str_eqc(dl.name, h->dk[k].name) || h->dk[k].maj != dl.maj || h->dk[k].min != dl.min)
+        if (k >= h->ndk || !base_str_eqc(dl.name, h->dk[k].name) || h->dk[k].maj != dl.maj ||
+            h->dk[k].min != dl.min)
             same = 0;
         k++;
     }
@@ -750,7 +815,8 @@ void agent__host_emit_diskstats(agent_host *h, base_str text, expo_mset *ms) {
     k = 0;
     while (text.n && k < h->ndk) {
         disk_line dl;
-        if (!parse_disk_line(agent__host_next_line(&text), &dl) || agent__host_disk_excluded(dl.name.p, dl.name.n))
+        if (!parse_disk_line(agent__host_next_line(&text), &dl) ||
+            agent__host_disk_excluded(dl.name.p, dl.name.n))
             continue;
         host_disk_ent *e = &h->dk[k];
         if (!base_str_eqc(dl.name, e->name)) continue; /* a name left out of the table */
@@ -761,15 +827,21 @@ void agent__host_emit_diskstats(agent_host *h, base_str text, expo_mset *ms) {
         if (e->info) expo_mset_add(ms, fam[HOST_M_DISK_INFO - HOST_M_DISK_READS], NULL, e->info, NULL, 1);
         for (int i = 0; i < dl.nv; i++) {
             double v = (double)dl.v[i];
-            if (i == 2 || i == 6) v *= 512.0;
-            else if (i == 3 || i == 7 || i == 9 || i == 10 || i == 14 || i == 16) v *= 1.0 / 1000.0;
+            if (i == 2 || i == 6)
+                v *= 512.0;
+            else if (i == 3 || i == 7 || i == 9 || i == 10 || i == 14 || i == 16)
+                v *= 1.0 / 1000.0;
             expo_mset_add(ms, fam[i], NULL, e->lbl, NULL, v);
         }
-        if (e->fsinfo) expo_mset_add(ms, fam[HOST_M_DISK_FILESYSTEM_INFO - HOST_M_DISK_READS], NULL, e->fsinfo, NULL, 1);
-        if (e->dminfo) expo_mset_add(ms, fam[HOST_M_DISK_DEVICE_MAPPER_INFO - HOST_M_DISK_READS], NULL, e->dminfo, NULL, 1);
+        if (e->fsinfo)
+            expo_mset_add(ms, fam[HOST_M_DISK_FILESYSTEM_INFO - HOST_M_DISK_READS], NULL, e->fsinfo, NULL, 1);
+        if (e->dminfo)
+            expo_mset_add(ms, fam[HOST_M_DISK_DEVICE_MAPPER_INFO - HOST_M_DISK_READS], NULL, e->dminfo, NULL,
+                          1);
         for (int i = 0; i < 3; i++)
             if (e->has_ata[i])
-                expo_mset_add(ms, fam[HOST_M_DISK_ATA_WRITE_CACHE - HOST_M_DISK_READS + i], NULL, e->lbl, NULL, e->ata[i]);
+                expo_mset_add(ms, fam[HOST_M_DISK_ATA_WRITE_CACHE - HOST_M_DISK_READS + i], NULL, e->lbl,
+                              NULL, e->ata[i]);
     }
 }
 

@@ -149,7 +149,9 @@ static int set_rel(host_file *f, int dirfd, const char *a, const char *b, const 
     return 0;
 }
 
-static int open_dir(int at, const char *rel) { return openat(at, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
+static int open_dir(int at, const char *rel) {
+    return openat(at, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
 
 /* Reads a small file once (for build-time values). */
 static int read_once(int dirfd, const char *rel, char *buf, size_t cap, size_t *ret_len) {
@@ -214,8 +216,10 @@ static void nc_build(agent_host *h) {
         d->lbl = agent__host_lb_dup(h);
         d->name = agent__host_strndup(name, strlen(name));
         int bad = !d->lbl || !d->name;
-        for (int k = 0; k < NC_NUM && !bad; k++) bad = set_rel(&d->num[k], s->net_fd, name, nc_num_files[k], "") != 0;
-        for (int k = 0; k < NCS__N && !bad; k++) bad = set_rel(&d->str[k], s->net_fd, name, nc_str_files[k], "") != 0;
+        for (int k = 0; k < NC_NUM && !bad; k++)
+            bad = set_rel(&d->num[k], s->net_fd, name, nc_num_files[k], "") != 0;
+        for (int k = 0; k < NCS__N && !bad; k++)
+            bad = set_rel(&d->str[k], s->net_fd, name, nc_str_files[k], "") != 0;
         if (bad) {
             for (int k = 0; k < NC_NUM; k++) free_rel(h, &d->num[k]);
             for (int k = 0; k < NCS__N; k++) free_rel(h, &d->str[k]);
@@ -245,7 +249,8 @@ static void nc_collect(agent_host *h, expo_mset *ms) {
         nc_dev *d = &s->nc[i];
         base_str sv[NCS__N];
         for (int k = 0; k < NCS__N; k++)
-            if (read_trim(h, &d->str[k], &sv[k]) != 0) sv[k] = (base_str){"", 0};
+            if (read_trim(h, &d->str[k], &sv[k]) != 0)
+                sv[k] = (base_str){"", 0};
             else {
                 /* h->ab is reused by the next read: keep a copy in the set's arena */
                 char *c = base_arena_strndup(&ms->arena, sv[k].p, sv[k].n);
@@ -339,7 +344,8 @@ static void ib_build(agent_host *h) {
         ib_dev *d = &s->ib[s->nib];
         d->board = d->fw = d->hca = NO_FILE;
         d->name = agent__host_strndup(name, strlen(name));
-        if (!d->name || set_rel(&d->board, s->ib_fd, name, "board_id", "") || set_rel(&d->fw, s->ib_fd, name, "fw_ver", "") ||
+        if (!d->name || set_rel(&d->board, s->ib_fd, name, "board_id", "") ||
+            set_rel(&d->fw, s->ib_fd, name, "fw_ver", "") ||
             set_rel(&d->hca, s->ib_fd, name, "hca_type", "")) {
             s->nib++;
             continue; /* freed with the table */
@@ -441,15 +447,19 @@ static void ib_collect(agent_host *h, expo_mset *ms) {
             if (!pt->lbl) continue;
             base_str t;
             double x;
-            if (pt->state.rel && agent__host_read_attr(h, &pt->state, HOST_ATTR_MAX, &t) == 0 && ib_state(t, &x) == 0)
+            if (pt->state.rel && agent__host_read_attr(h, &pt->state, HOST_ATTR_MAX, &t) == 0 &&
+                ib_state(t, &x) == 0)
                 expo_mset_add(ms, fam[1], NULL, pt->lbl, NULL, x);
-            if (pt->phys.rel && agent__host_read_attr(h, &pt->phys, HOST_ATTR_MAX, &t) == 0 && ib_state(t, &x) == 0)
+            if (pt->phys.rel && agent__host_read_attr(h, &pt->phys, HOST_ATTR_MAX, &t) == 0 &&
+                ib_state(t, &x) == 0)
                 expo_mset_add(ms, fam[2], NULL, pt->lbl, NULL, x);
-            if (pt->rate.rel && agent__host_read_attr(h, &pt->rate, HOST_ATTR_MAX, &t) == 0 && ib_rate(t, &x) == 0)
+            if (pt->rate.rel && agent__host_read_attr(h, &pt->rate, HOST_ATTR_MAX, &t) == 0 &&
+                ib_rate(t, &x) == 0)
                 expo_mset_add(ms, fam[3], NULL, pt->lbl, NULL, x);
             for (int k = 0; k < IB_NCTR; k++) {
                 uint64_t c;
-                if (read_trim(h, &pt->ctr[k], &t) != 0 || base_parse_u64(t.p, t.n, &c) != 0) continue; /* "N/A (no PMA)" */
+                if (read_trim(h, &pt->ctr[k], &t) != 0 || base_parse_u64(t.p, t.n, &c) != 0)
+                    continue; /* "N/A (no PMA)" */
                 if (ib_ctrs[k].x4) c *= 4;
                 expo_mset_add(ms, fam[4 + k], NULL, pt->lbl, NULL, (double)c);
             }
@@ -484,8 +494,9 @@ size_t agent__host_hwmon_clean(const char *s, size_t n, char *out, size_t cap) {
     return len;
 }
 
-static const char *const hw_types[] = {"vrm",   "beep_enable", "update_interval", "in",     "cpu",      "fan", "pwm",
-                                       "temp",  "curr",        "power",           "energy", "humidity", "intrusion", NULL};
+static const char *const hw_types[] = {
+    "vrm",  "beep_enable", "update_interval", "in",     "cpu",      "fan",       "pwm",
+    "temp", "curr",        "power",           "energy", "humidity", "intrusion", NULL};
 
 int agent__host_hwmon_split(const char *name, base_str *type, int *num, base_str *prop) {
     /* ^(?P<type>[^0-9]+)(?P<id>[0-9]*)?(_(?P<property>.+))?$ : the greedy type
@@ -682,7 +693,8 @@ static int hw_chip_name(agent_host *h, int classfd, const char *entry, char *out
     char buf[256];
     size_t n;
     snprintf(path, sizeof path, "%s/name", entry);
-    if (read_once(classfd, path, buf, sizeof buf, &n) == 0 && n > 0 && agent__host_hwmon_clean(buf, n, out, cap) > 0)
+    if (read_once(classfd, path, buf, sizeof buf, &n) == 0 && n > 0 &&
+        agent__host_hwmon_clean(buf, n, out, cap) > 0)
         return 1;
     snprintf(path, sizeof path, "%s/class/hwmon/%s", h->sysfs, entry);
     if (realpath(path, real)) {
@@ -699,7 +711,9 @@ static void lb_chip_sensor(agent_host *h, const char *chip, const char *sensor) 
     agent__host_lb_add(h, "sensor", sensor, strlen(sensor));
 }
 
-static char *dup_s(const char *s) { return s ? agent__host_strndup(s, strlen(s)) : NULL; }
+static char *dup_s(const char *s) {
+    return s ? agent__host_strndup(s, strlen(s)) : NULL;
+}
 
 static void hw_element(agent_host *h, int classfd, const char *chip, const hw_rec *r, int has_plain) {
     const char *type = r->type, *el = r->prop;
@@ -707,11 +721,13 @@ static void hw_element(agent_host *h, int classfd, const char *chip, const hw_re
     int kind = HW_IDENT;
     expo_type et = EXPO_GAUGE;
     size_t nl;
-    if (strcmp(el, "input") == 0) nl = (size_t)snprintf(name, sizeof name, "node_hwmon_%s%s", type, has_plain ? "_input" : "");
+    if (strcmp(el, "input") == 0)
+        nl = (size_t)snprintf(name, sizeof name, "node_hwmon_%s%s", type, has_plain ? "_input" : "");
     else if (*el) {
         agent__host_hwmon_clean(el, strlen(el), clean, sizeof clean);
         nl = (size_t)snprintf(name, sizeof name, "node_hwmon_%s_%s", type, clean);
-    } else nl = (size_t)snprintf(name, sizeof name, "node_hwmon_%s", type);
+    } else
+        nl = (size_t)snprintf(name, sizeof name, "node_hwmon_%s", type);
     if (nl >= sizeof name - 24) return;
     char *end = name + nl;
     if (strcmp(el, "fault") == 0 || strcmp(el, "alarm") == 0) {
@@ -739,8 +755,9 @@ static void hw_element(agent_host *h, int classfd, const char *chip, const hw_re
     } else if (strcmp(type, "power") == 0 && strcmp(el, "accuracy") == 0) {
         snprintf(help, sizeof help, "Hardware monitor power meter accuracy, as a ratio");
         kind = HW_MICRO;
-    } else if (strcmp(type, "power") == 0 && (strcmp(el, "average_interval") == 0 || strcmp(el, "average_interval_min") == 0 ||
-                                             strcmp(el, "average_interval_max") == 0)) {
+    } else if (strcmp(type, "power") == 0 &&
+               (strcmp(el, "average_interval") == 0 || strcmp(el, "average_interval_min") == 0 ||
+                strcmp(el, "average_interval_max") == 0)) {
         strcpy(end, "_seconds");
         snprintf(help, sizeof help, "Hardware monitor power usage update interval (%s)", el);
         kind = HW_MILLI;
@@ -750,11 +767,12 @@ static void hw_element(agent_host *h, int classfd, const char *chip, const hw_re
         kind = HW_MICRO;
     } else if (strcmp(type, "humidity") == 0) {
         snprintf(help, sizeof help,
-                 "Hardware monitor for humidity, as a ratio (multiply with 100.0 to get the humidity as a percentage) (%s)",
+                 "Hardware monitor for humidity, as a ratio (multiply with 100.0 to get the humidity as a "
+                 "percentage) (%s)",
                  el);
         kind = HW_MICRO;
-    } else if (strcmp(type, "fan") == 0 && (strcmp(el, "input") == 0 || strcmp(el, "min") == 0 || strcmp(el, "max") == 0 ||
-                                           strcmp(el, "target") == 0)) {
+    } else if (strcmp(type, "fan") == 0 && (strcmp(el, "input") == 0 || strcmp(el, "min") == 0 ||
+                                            strcmp(el, "max") == 0 || strcmp(el, "target") == 0)) {
         strcpy(end, "_rpm");
         snprintf(help, sizeof help, "Hardware monitor for fan revolutions per minute (%s)", el);
     } else {
@@ -814,8 +832,8 @@ static void hw_chip(agent_host *h, int classfd, const char *entry) {
             hw_slot_add(h, hw_family(h, m->name, m->help, m->type), HW_CONST, classfd, NULL, lbl);
             free(lbl);
         }
-        int special = strcmp(type, "beep_enable") == 0 ? HOST_M_HWMON_BEEP_ENABLED
-                      : strcmp(type, "vrm") == 0        ? HOST_M_HWMON_VRM
+        int special = strcmp(type, "beep_enable") == 0       ? HOST_M_HWMON_BEEP_ENABLED
+                      : strcmp(type, "vrm") == 0             ? HOST_M_HWMON_VRM
                       : strcmp(type, "update_interval") == 0 ? HOST_M_HWMON_UPDATE_INTERVAL
                                                              : -1;
         if (special >= 0) {
@@ -825,13 +843,17 @@ static void hw_chip(agent_host *h, int classfd, const char *entry) {
             int kind = special == HOST_M_HWMON_BEEP_ENABLED ? HW_BEEP_ENABLE
                        : special == HOST_M_HWMON_VRM        ? HW_IDENT
                                                             : HW_MILLI;
-            if (plain) hw_slot_add(h, hw_family(h, m->name, m->help, m->type), kind, classfd, dup_s(plain->rel), lbl);
-            else if (kind == HW_BEEP_ENABLE) /* no beep_enable file itself: node_exporter compares "" with "1" */
+            if (plain)
+                hw_slot_add(h, hw_family(h, m->name, m->help, m->type), kind, classfd, dup_s(plain->rel),
+                            lbl);
+            else if (kind ==
+                     HW_BEEP_ENABLE) /* no beep_enable file itself: node_exporter compares "" with "1" */
                 hw_slot_add(h, hw_family(h, m->name, m->help, m->type), HW_ZERO, classfd, NULL, lbl);
             free(lbl);
         } else {
             for (size_t k = a; k < b; k++)
-                if (rs.r[k].rel && strcmp(rs.r[k].prop, "label") != 0) hw_element(h, classfd, chip, &rs.r[k], plain != NULL);
+                if (rs.r[k].rel && strcmp(rs.r[k].prop, "label") != 0)
+                    hw_element(h, classfd, chip, &rs.r[k], plain != NULL);
         }
         a = b;
     }
@@ -875,10 +897,14 @@ static void hw_collect(agent_host *h, expo_mset *ms) {
             if (agent__host_read_attr(h, &sl->f, SYS_READ_MAX, &r) != 0) continue;
             while (r.n && r.p[0] == '\n') r.p++, r.n--;
             while (r.n && r.p[r.n - 1] == '\n') r.n--;
-            if (sl->kind == HW_BEEP_ENABLE) v = base_str_eqc(r, "1") ? 1 : 0;
-            else if (agent__host_parse_float(r, &v) != 0) continue;
-            else if (sl->kind == HW_MILLI) v = v * 0.001;
-            else if (sl->kind == HW_MICRO) v = v / 1000000.0;
+            if (sl->kind == HW_BEEP_ENABLE)
+                v = base_str_eqc(r, "1") ? 1 : 0;
+            else if (agent__host_parse_float(r, &v) != 0)
+                continue;
+            else if (sl->kind == HW_MILLI)
+                v = v * 0.001;
+            else if (sl->kind == HW_MICRO)
+                v = v / 1000000.0;
         }
         if (sl->fam != cur) {
             hw_fam *hf = &t->fams[sl->fam];
@@ -1019,7 +1045,8 @@ int agent__host_parse_cpulist(base_str s, unsigned *out, size_t max) {
         if (!item.n) continue;
         const char *dash = memchr(item.p, '-', item.n);
         uint64_t a, b;
-        if (base_parse_u64(item.p, dash ? (size_t)(dash - item.p) : item.n, &a) != 0 || a > 65535) return BASE_E_PARSE;
+        if (base_parse_u64(item.p, dash ? (size_t)(dash - item.p) : item.n, &a) != 0 || a > 65535)
+            return BASE_E_PARSE;
         b = a;
         if (dash && (base_parse_u64(dash + 1, (size_t)(item.p + item.n - dash - 1), &b) != 0 || b > 65535))
             return BASE_E_PARSE;

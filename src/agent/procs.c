@@ -34,8 +34,8 @@
 
 #define CACHE_WAYS 4
 #define CACHE_SETS (AGENT_PROC_CACHE_SIZE / CACHE_WAYS)
-#define STAT_MAX 2048
-#define COMM_MAX 256
+#define STAT_MAX   2048
+#define COMM_MAX   256
 #define CGROUP_MAX 16384
 
 /* ---- cgroup paths ------------------------------------------------------------ */
@@ -55,9 +55,13 @@ static int has_suffix(seg s, const char *suf) {
     return s.n >= n && memcmp(s.p + s.n - n, suf, n) == 0;
 }
 
-static int contains(seg s, const char *needle) { return memmem(s.p, s.n, needle, strlen(needle)) != NULL; }
+static int contains(seg s, const char *needle) {
+    return memmem(s.p, s.n, needle, strlen(needle)) != NULL;
+}
 
-static int is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+static int is_lower_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
 
 static int all_hex(const char *p, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -189,16 +193,21 @@ static size_t utf8_seq(const unsigned char *p, size_t n) {
     size_t len;
     uint32_t cp;
     if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
     if (n < len) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((p[i] & 0xc0) != 0x80) return 0;
         cp = cp << 6 | (p[i] & 0x3f);
     }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
         return 0;
     return len;
 }
@@ -214,8 +223,10 @@ static void comm_copy(const char *s, size_t n, char out[64]) {
         if (len == 1 && (u[0] < 0x20 || u[0] == 0x7f)) len = 0;
         size_t w = len ? len : 1;
         if (o + w > 63) break;
-        if (len) memcpy(out + o, u, len);
-        else out[o] = '?';
+        if (len)
+            memcpy(out + o, u, len);
+        else
+            out[o] = '?';
         o += w;
         i += len ? len : 1;
     }
@@ -321,8 +332,10 @@ static int cache_get(uint64_t root, int pid, uint64_t start, agent_proc *ret) {
             break;
         }
     }
-    if (hit) cache_hits++;
-    else cache_misses++;
+    if (hit)
+        cache_hits++;
+    else
+        cache_misses++;
     pthread_mutex_unlock(&cache_mu);
     return hit;
 }
@@ -381,11 +394,15 @@ int agent_proc_lookup(const char *procfs_root, int pid, agent_proc *ret) {
         char buf[CGROUP_MAX];
         size_t n;
         int full;
-        if ((size_t)snprintf(path, sizeof path, "%s/%d/comm", procfs_root, pid) >= sizeof path) return BASE_E_INVAL;
-        if (read_small(path, buf, COMM_MAX, &n, NULL) == 0) comm_copy(buf, n, p.comm);
-        else memcpy(p.comm, scomm, sizeof p.comm);
+        if ((size_t)snprintf(path, sizeof path, "%s/%d/comm", procfs_root, pid) >= sizeof path)
+            return BASE_E_INVAL;
+        if (read_small(path, buf, COMM_MAX, &n, NULL) == 0)
+            comm_copy(buf, n, p.comm);
+        else
+            memcpy(p.comm, scomm, sizeof p.comm);
 
-        if ((size_t)snprintf(path, sizeof path, "%s/%d/cgroup", procfs_root, pid) >= sizeof path) return BASE_E_INVAL;
+        if ((size_t)snprintf(path, sizeof path, "%s/%d/cgroup", procfs_root, pid) >= sizeof path)
+            return BASE_E_INVAL;
         if (read_small(path, buf, sizeof buf, &n, &full) == 0) {
             if (full) { /* drop a cut last line rather than half a path */
                 const char *nl = memrchr(buf, '\n', n);

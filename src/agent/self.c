@@ -160,8 +160,7 @@ int agent_self_collect(void *ctx, expo_mset *ms) {
     char buf[2048];
     if (s->status_fd >= 0 && read_fd(s->status_fd, buf, sizeof buf) == 0) {
         const char *p = strstr(buf, "VmHWM:");
-        if (p) expo_mset_add(ms, fam(ms, M(SELF_PEAK_RSS)), "", NULL, NULL,
-                             strtod(p + 6, NULL) * 1024);
+        if (p) expo_mset_add(ms, fam(ms, M(SELF_PEAK_RSS)), "", NULL, NULL, strtod(p + 6, NULL) * 1024);
     }
     if (s->stat_fd >= 0 && read_fd(s->stat_fd, buf, sizeof buf) == 0) {
         const char *ut = stat_field(buf, 14), *st2 = stat_field(buf, 15), *vs = stat_field(buf, 23),
@@ -179,13 +178,11 @@ int agent_self_collect(void *ctx, expo_mset *ms) {
             while ((e = readdir(d)))
                 if (e->d_name[0] != '.') count++;
             closedir(d);
-            expo_mset_add(ms, fam(ms, M(SELF_OPEN_FDS)), "", NULL, NULL, count - 1); /* minus the dir's own fd */
+            expo_mset_add(ms, fam(ms, M(SELF_OPEN_FDS)), "", NULL, NULL,
+                          count - 1); /* minus the dir's own fd */
         }
-        if (rss)
-            expo_mset_add(ms, fam(ms, M(SELF_RSS)), "", NULL, NULL,
-                          strtod(rss, NULL) * (double)s->page);
-        if (s->start_time > 0)
-            expo_mset_add(ms, fam(ms, M(SELF_START)), "", NULL, NULL, s->start_time);
+        if (rss) expo_mset_add(ms, fam(ms, M(SELF_RSS)), "", NULL, NULL, strtod(rss, NULL) * (double)s->page);
+        if (s->start_time > 0) expo_mset_add(ms, fam(ms, M(SELF_START)), "", NULL, NULL, s->start_time);
         if (vs) expo_mset_add(ms, fam(ms, M(SELF_VMEM)), "", NULL, NULL, strtod(vs, NULL));
     }
     return 0;

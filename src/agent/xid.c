@@ -50,9 +50,9 @@
 #include "base/log.h"
 #include "base/time.h"
 
-#define KMSG_IDLE_MS 200
-#define KMSG_READ_MAX 8192 /* /dev/kmsg needs room for a whole record */
-#define KMSG_LINE_MAX 1024
+#define KMSG_IDLE_MS   200
+#define KMSG_READ_MAX  8192 /* /dev/kmsg needs room for a whole record */
+#define KMSG_LINE_MAX  1024
 #define KMSG_DRAIN_MAX (1u << 20) /* bytes discarded from a FIFO at start */
 
 typedef struct xid_pending {

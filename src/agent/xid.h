@@ -43,10 +43,10 @@ typedef struct agent_xid_count {
 
 enum { AGENT_XID_SRC_NVML = 1, AGENT_XID_SRC_KMSG = 2 };
 
-#define AGENT_XID_MAX_GPUS 64
-#define AGENT_XID_MAX_CODES 64
+#define AGENT_XID_MAX_GPUS        64
+#define AGENT_XID_MAX_CODES       64
 /* Unmatched events kept per GPU for deduplication (oldest replaced first). */
-#define AGENT_XID_PENDING 32
+#define AGENT_XID_PENDING         32
 #define AGENT_XID_DEDUP_WINDOW_NS ((int64_t)5000000000)
 
 typedef struct agent_xid_stats {

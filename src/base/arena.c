@@ -49,7 +49,9 @@ char *base_arena_strndup(base_arena *a, const char *s, size_t n) {
     return p;
 }
 
-char *base_arena_strdup(base_arena *a, const char *s) { return base_arena_strndup(a, s, strlen(s)); }
+char *base_arena_strdup(base_arena *a, const char *s) {
+    return base_arena_strndup(a, s, strlen(s));
+}
 
 void base_arena_reset(base_arena *a) {
     /* Keep the largest chunk; if the cycle needed several, grow the default

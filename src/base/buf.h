@@ -25,7 +25,8 @@ typedef struct base_buf {
     int err;      /* 0 or the first BASE_E_* that happened */
 } base_buf;
 
-#define BASE_BUF_INIT {0}
+#define BASE_BUF_INIT                                                                                        \
+    { 0 }
 
 void base_buf_init(base_buf *b, size_t limit);
 void base_buf_free(base_buf *b);
@@ -47,8 +48,12 @@ static inline void base_buf_append(base_buf *b, const void *p, size_t n) {
     }
     base__buf_append_slow(b, p, n);
 }
-static inline void base_buf_puts(base_buf *b, const char *s) { base_buf_append(b, s, strlen(s)); }
-static inline void base_buf_putc(base_buf *b, char c) { base_buf_append(b, &c, 1); }
+static inline void base_buf_puts(base_buf *b, const char *s) {
+    base_buf_append(b, s, strlen(s));
+}
+static inline void base_buf_putc(base_buf *b, char c) {
+    base_buf_append(b, &c, 1);
+}
 void base_buf_printf(base_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void base_buf_vprintf(base_buf *b, const char *fmt, va_list ap);
 void base_buf_u64(base_buf *b, uint64_t v);
@@ -58,6 +63,8 @@ void base_buf_i64(base_buf *b, int64_t v);
 void base_buf_double(base_buf *b, double v);
 /* Takes the data out; the buffer is left empty. Caller frees with free(). */
 char *base_buf_steal(base_buf *b, size_t *ret_len);
-static inline int base_buf_err(const base_buf *b) { return b->err; }
+static inline int base_buf_err(const base_buf *b) {
+    return b->err;
+}
 
 #endif

@@ -3,24 +3,20 @@
 
 const char *base_strerror(int code) {
     switch (code) {
-#define BASE__ERR_MSG(name, c, msg) \
-    case c:                         \
-        return msg;
+#define BASE__ERR_MSG(name, c, msg)                                                                          \
+    case c: return msg;
         BASE_ERRNO_MAP(BASE__ERR_MSG)
 #undef BASE__ERR_MSG
-    default:
-        return code >= 0 ? "success" : "unknown error";
+    default: return code >= 0 ? "success" : "unknown error";
     }
 }
 
 const char *base_errname(int code) {
     switch (code) {
-#define BASE__ERR_NAME(name, c, msg) \
-    case c:                          \
-        return #name;
+#define BASE__ERR_NAME(name, c, msg)                                                                         \
+    case c: return #name;
         BASE_ERRNO_MAP(BASE__ERR_NAME)
 #undef BASE__ERR_NAME
-    default:
-        return code >= 0 ? "OK" : "UNKNOWN";
+    default: return code >= 0 ? "OK" : "UNKNOWN";
     }
 }

@@ -9,19 +9,19 @@
 #ifndef KELVIN_BASE_ERR_H
 #define KELVIN_BASE_ERR_H
 
-#define BASE_ERRNO_MAP(X)                                                     \
-    X(NOMEM, -1, "out of memory")                                             \
-    X(INVAL, -2, "invalid argument")                                          \
-    X(PARSE, -3, "malformed input")                                           \
-    X(RANGE, -4, "value out of range")                                        \
-    X(LIMIT, -5, "limit exceeded")                                            \
-    X(IO, -6, "input/output error")                                           \
-    X(NOTFOUND, -7, "not found")                                              \
-    X(UNSUPPORTED, -8, "not supported")                                       \
-    X(AGAIN, -9, "try again")                                                 \
-    X(TIMEOUT, -10, "timed out")                                              \
-    X(EXISTS, -11, "already exists")                                          \
-    X(CONFLICT, -12, "conflicts with existing data")                          \
+#define BASE_ERRNO_MAP(X)                                                                                    \
+    X(NOMEM, -1, "out of memory")                                                                            \
+    X(INVAL, -2, "invalid argument")                                                                         \
+    X(PARSE, -3, "malformed input")                                                                          \
+    X(RANGE, -4, "value out of range")                                                                       \
+    X(LIMIT, -5, "limit exceeded")                                                                           \
+    X(IO, -6, "input/output error")                                                                          \
+    X(NOTFOUND, -7, "not found")                                                                             \
+    X(UNSUPPORTED, -8, "not supported")                                                                      \
+    X(AGAIN, -9, "try again")                                                                                \
+    X(TIMEOUT, -10, "timed out")                                                                             \
+    X(EXISTS, -11, "already exists")                                                                         \
+    X(CONFLICT, -12, "conflicts with existing data")                                                         \
     X(TRUNCATED, -13, "input ended early")
 
 enum {

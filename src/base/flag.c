@@ -11,8 +11,8 @@ static int parse_size(const char *v, int64_t *ret) {
     static const struct {
         const char *suf;
         int64_t mul;
-    } sufs[] = {{"KiB", 1024}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000},
-                {"B", 1}};
+    } sufs[] = {{"KiB", 1024},   {"MiB", 1 << 20},   {"GiB", 1 << 30}, {"KB", 1000},
+                {"MB", 1000000}, {"GB", 1000000000}, {"B", 1}};
     size_t n = strlen(v);
     for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++) {
         size_t sl = strlen(sufs[i].suf);
@@ -33,9 +33,12 @@ static int set_value(const base_flag *f, const char *v, char *err, size_t errlen
     switch (f->kind) {
     case BASE_FLAG_STRING: *(const char **)f->target = v; return 0;
     case BASE_FLAG_BOOL:
-        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *(int *)f->target = 1;
-        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *(int *)f->target = 0;
-        else break;
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
+            *(int *)f->target = 1;
+        else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
+            *(int *)f->target = 0;
+        else
+            break;
         return 0;
     case BASE_FLAG_DURATION:
         if (base_parse_duration_ms(v, (int64_t *)f->target) == 0) return 0;
@@ -78,9 +81,12 @@ int base_flags_parse(const base_flag *flags, size_t n, int argc, char **argv, ch
             return BASE_E_INVAL;
         }
         const char *v;
-        if (eq) v = eq + 1;
-        else if (f->kind == BASE_FLAG_BOOL) v = negated ? "false" : "true";
-        else if (i + 1 < argc) v = argv[++i];
+        if (eq)
+            v = eq + 1;
+        else if (f->kind == BASE_FLAG_BOOL)
+            v = negated ? "false" : "true";
+        else if (i + 1 < argc)
+            v = argv[++i];
         else {
             snprintf(err, errlen, "flag --%s needs a value", f->name);
             return BASE_E_INVAL;
@@ -95,7 +101,8 @@ int base_flags_parse(const base_flag *flags, size_t n, int argc, char **argv, ch
     return 0;
 }
 
-void base_flags_usage(FILE *out, const char *usage_line, const char *summary, const base_flag *flags, size_t n) {
+void base_flags_usage(FILE *out, const char *usage_line, const char *summary, const base_flag *flags,
+                      size_t n) {
     fprintf(out, "usage: %s\n\n%s\n\nFlags:\n  -h, --help  Show this help.\n", usage_line, summary);
     for (size_t i = 0; i < n; i++) {
         const base_flag *f = &flags[i];
@@ -109,8 +116,10 @@ void base_flags_usage(FILE *out, const char *usage_line, const char *summary, co
         case BASE_FLAG_BOOL: snprintf(def, sizeof def, "%s", *(int *)f->target ? "true" : "false"); break;
         case BASE_FLAG_DURATION: {
             int64_t ms = *(int64_t *)f->target;
-            if (ms % 1000 == 0) snprintf(def, sizeof def, "%llds", (long long)(ms / 1000));
-            else snprintf(def, sizeof def, "%lldms", (long long)ms);
+            if (ms % 1000 == 0)
+                snprintf(def, sizeof def, "%llds", (long long)(ms / 1000));
+            else
+                snprintf(def, sizeof def, "%lldms", (long long)ms);
             break;
         }
         case BASE_FLAG_INT:

@@ -33,6 +33,7 @@ typedef struct base_flag {
  * point into argv (not copied). */
 int base_flags_parse(const base_flag *flags, size_t n, int argc, char **argv, char *err, size_t errlen);
 /* Writes usage with each flag, its help, and its current (default) value. */
-void base_flags_usage(FILE *out, const char *usage_line, const char *summary, const base_flag *flags, size_t n);
+void base_flags_usage(FILE *out, const char *usage_line, const char *summary, const base_flag *flags,
+                      size_t n);
 
 #endif

@@ -25,13 +25,18 @@ int base_log_set_level(const char *name) {
 }
 
 int base_log_set_format(const char *name) {
-    if (strcmp(name, "logfmt") == 0) g_json = 0;
-    else if (strcmp(name, "json") == 0) g_json = 1;
-    else return BASE_E_INVAL;
+    if (strcmp(name, "logfmt") == 0)
+        g_json = 0;
+    else if (strcmp(name, "json") == 0)
+        g_json = 1;
+    else
+        return BASE_E_INVAL;
     return 0;
 }
 
-int base_log_enabled(base_log_level lvl) { return lvl >= g_level; }
+int base_log_enabled(base_log_level lvl) {
+    return lvl >= g_level;
+}
 
 static void put_value(base_buf *b, const char *v) {
     int quote = g_json || *v == '\0' || strpbrk(v, " \"=\\\n\t") != NULL;

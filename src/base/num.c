@@ -69,9 +69,8 @@ static int ieq(const char *s, size_t n, const char *word) {
 
 /* Clinger's fast path: a mantissa below 2^53 times or divided by an exact
  * power of ten is one correctly rounded IEEE operation. */
-static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                       1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 int base_parse_double(const char *s, size_t n, double *ret) {
     if (n == 0) return BASE_E_PARSE;
@@ -96,15 +95,19 @@ int base_parse_double(const char *s, size_t n, double *ret) {
     int exact = 1; /* mant holds every digit */
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
         if (mant == 0 && s[i] == '0') continue;
-        if (++sig > 19) exact = 0;
-        else mant = mant * 10 + (uint64_t)(s[i] - '0');
+        if (++sig > 19)
+            exact = 0;
+        else
+            mant = mant * 10 + (uint64_t)(s[i] - '0');
     }
     if (i < n && s[i] == '.') {
         i++;
         for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits++, frac++) {
             if (mant == 0 && s[i] == '0') continue;
-            if (++sig > 19) exact = 0;
-            else mant = mant * 10 + (uint64_t)(s[i] - '0');
+            if (++sig > 19)
+                exact = 0;
+            else
+                mant = mant * 10 + (uint64_t)(s[i] - '0');
         }
     }
     if (digits == 0) return BASE_E_PARSE;
@@ -218,8 +221,8 @@ int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
      * strtod would return: equality is the round-trip test, with no printf
      * and no strtod. The first k that works gives the fewest digits. */
     if (a >= 1e-5 && a < 1e15) {
-        static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
-                                     1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+        static const double p10[] = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                                     1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
         for (int k = 1; k < 18; k++) {
             double sc = a * p10[k];
             if (sc >= 9007199254740992.0) break; /* m must stay exact (< 2^53) */
@@ -319,8 +322,10 @@ size_t base_fmt_double_g(char out[BASE_FMT_DOUBLE_MAX], double v) {
     /* Go's FormatFloat 'g' with precision -1 uses %e when the decimal
      * exponent is < -4 or >= 6 ("use precision 6 for this decision"):
      * 1e+06, 1.234567e+06, 123456, 0.0001, 1e-05. */
-    if (exp10 < -4 || exp10 >= 6) n += put_exp(out + n, digits, nd, exp10);
-    else n += put_fixed(out + n, digits, nd, exp10);
+    if (exp10 < -4 || exp10 >= 6)
+        n += put_exp(out + n, digits, nd, exp10);
+    else
+        n += put_fixed(out + n, digits, nd, exp10);
     out[n] = '\0';
     return n;
 }
@@ -338,8 +343,10 @@ size_t base_fmt_double_f(char out[BASE_FMT_DOUBLE_MAX], double v) {
     int exp10;
     int nd = base_shortest_digits(v, digits, &exp10);
     double a = fabs(v);
-    if (a < 1e-6 || a >= 1e21) n += put_exp(out + n, digits, nd, exp10);
-    else n += put_fixed(out + n, digits, nd, exp10);
+    if (a < 1e-6 || a >= 1e21)
+        n += put_exp(out + n, digits, nd, exp10);
+    else
+        n += put_fixed(out + n, digits, nd, exp10);
     out[n] = '\0';
     return n;
 }

@@ -12,9 +12,15 @@ typedef struct base_str {
     size_t n;
 } base_str;
 
-static inline base_str base_str_c(const char *s) { return (base_str){s, s ? strlen(s) : 0}; }
-static inline int base_str_eq(base_str a, base_str b) { return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0); }
-static inline int base_str_eqc(base_str a, const char *c) { return base_str_eq(a, base_str_c(c)); }
+static inline base_str base_str_c(const char *s) {
+    return (base_str){s, s ? strlen(s) : 0};
+}
+static inline int base_str_eq(base_str a, base_str b) {
+    return a.n == b.n && (a.n == 0 || memcmp(a.p, b.p, a.n) == 0);
+}
+static inline int base_str_eqc(base_str a, const char *c) {
+    return base_str_eq(a, base_str_c(c));
+}
 static inline int base_str_has_suffix(base_str a, const char *suf) {
     size_t n = strlen(suf);
     return n == 0 || (a.n >= n && memcmp(a.p + a.n - n, suf, n) == 0);

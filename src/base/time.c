@@ -13,10 +13,18 @@ static int64_t ts_ns(clockid_t id) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-int64_t base_mono_ns(void) { return ts_ns(CLOCK_MONOTONIC); }
-int64_t base_unix_ms(void) { return ts_ns(CLOCK_REALTIME) / 1000000; }
-int64_t base_process_cpu_ns(void) { return ts_ns(CLOCK_PROCESS_CPUTIME_ID); }
-int64_t base_thread_cpu_ns(void) { return ts_ns(CLOCK_THREAD_CPUTIME_ID); }
+int64_t base_mono_ns(void) {
+    return ts_ns(CLOCK_MONOTONIC);
+}
+int64_t base_unix_ms(void) {
+    return ts_ns(CLOCK_REALTIME) / 1000000;
+}
+int64_t base_process_cpu_ns(void) {
+    return ts_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+int64_t base_thread_cpu_ns(void) {
+    return ts_ns(CLOCK_THREAD_CPUTIME_ID);
+}
 
 void base_sleep_until(int64_t deadline_ns) {
     struct timespec t = {.tv_sec = deadline_ns / 1000000000, .tv_nsec = deadline_ns % 1000000000};
@@ -33,7 +41,7 @@ int base_parse_duration_ms(const char *s, int64_t *ret_ms) {
         const char *u;
         int64_t ms;
     } units[] = {{"y", 31536000000LL}, {"w", 604800000LL}, {"d", 86400000LL}, {"h", 3600000},
-                 {"m", 60000},         {"s", 1000},         {"ms", 1}};
+                 {"m", 60000},         {"s", 1000},        {"ms", 1}};
     const int64_t max_ms = INT64_MAX / 1000000; /* Duration is in ns */
     if (!s || !*s) return BASE_E_PARSE;
     if (strcmp(s, "0") == 0) {
@@ -64,8 +72,10 @@ int base_parse_duration_ms(const char *s, int64_t *ret_ms) {
         }
         if (found < 0) return BASE_E_PARSE;
         next = found + 1;
-        if (v > max_ms / units[found].ms) range = 1;
-        else total += v * units[found].ms;
+        if (v > max_ms / units[found].ms)
+            range = 1;
+        else
+            total += v * units[found].ms;
         if (total > max_ms) range = 1;
     }
     if (range) return BASE_E_RANGE;

@@ -19,7 +19,8 @@ static const command commands[] = {
 };
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: kelvin <command> [flags]\n\nKelvin %s: observability for GPU clusters.\n\ncommands:\n",
+    fprintf(out,
+            "usage: kelvin <command> [flags]\n\nKelvin %s: observability for GPU clusters.\n\ncommands:\n",
             KELVIN_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);

@@ -47,7 +47,7 @@ typedef enum { EXPO_FMT_TEXT = 0, EXPO_FMT_OPENMETRICS = 1 } expo_format;
 
 #define EXPO_NO_TS INT64_MIN
 
-#define EXPO_CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
+#define EXPO_CT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
 #define EXPO_CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 typedef struct expo_sample {
@@ -86,8 +86,8 @@ void expo_mset_free(expo_mset *ms);
 expo_family *expo_mset_family(expo_mset *ms, const char *name, expo_type type, const char *help,
                               const char *unit);
 /* Appends a sample to f. */
-void expo_mset_add(expo_mset *ms, expo_family *f, const char *suffix, const char *labels,
-                   const char *extra, double value);
+void expo_mset_add(expo_mset *ms, expo_family *f, const char *suffix, const char *labels, const char *extra,
+                   double value);
 void expo_mset_add_ts(expo_mset *ms, expo_family *f, const char *suffix, const char *labels,
                       const char *extra, double value, int64_t ts_ms);
 

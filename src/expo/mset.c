@@ -35,8 +35,10 @@ expo_family *expo_mset_family(expo_mset *ms, const char *name, expo_type type, c
     f->type = type;
     f->help = help;
     f->unit = unit;
-    if (ms->tail) ms->tail->next = f;
-    else ms->head = f;
+    if (ms->tail)
+        ms->tail->next = f;
+    else
+        ms->head = f;
     ms->tail = f;
     ms->nfamilies++;
     return f;
@@ -56,15 +58,17 @@ void expo_mset_add_ts(expo_mset *ms, expo_family *f, const char *suffix, const c
     s->extra = extra;
     s->value = value;
     s->ts_ms = ts_ms;
-    if (f->tail) f->tail->next = s;
-    else f->head = s;
+    if (f->tail)
+        f->tail->next = s;
+    else
+        f->head = s;
     f->tail = s;
     f->nsamples++;
     ms->nsamples++;
 }
 
-void expo_mset_add(expo_mset *ms, expo_family *f, const char *suffix, const char *labels,
-                   const char *extra, double value) {
+void expo_mset_add(expo_mset *ms, expo_family *f, const char *suffix, const char *labels, const char *extra,
+                   double value) {
     expo_mset_add_ts(ms, f, suffix, labels, extra, value, EXPO_NO_TS);
 }
 
@@ -108,8 +112,10 @@ char *expo_mset_labels(expo_mset *ms, ...) {
     }
     va_end(ap);
     char *p = NULL;
-    if (b.err) ms->err = b.err;
-    else p = base_arena_strndup(&ms->arena, b.data ? b.data : "", b.len);
+    if (b.err)
+        ms->err = b.err;
+    else
+        p = base_arena_strndup(&ms->arena, b.data ? b.data : "", b.len);
     if (!p && !ms->err) ms->err = BASE_E_NOMEM;
     base_buf_free(&b);
     return p;

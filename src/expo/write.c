@@ -81,11 +81,15 @@ static void write_family(const expo_family *f, expo_format fmt, base_buf *out) {
     expo_type t = f->type;
     if (om) {
         if (t == EXPO_COUNTER) {
-            if (has_suffix(f->name, nlen, "_total")) mflen = nlen - 6;
-            else t = EXPO_UNTYPED;
+            if (has_suffix(f->name, nlen, "_total"))
+                mflen = nlen - 6;
+            else
+                t = EXPO_UNTYPED;
         } else if (t == EXPO_INFO) {
-            if (has_suffix(f->name, nlen, "_info")) mflen = nlen - 5;
-            else t = EXPO_GAUGE;
+            if (has_suffix(f->name, nlen, "_info"))
+                mflen = nlen - 5;
+            else
+                t = EXPO_GAUGE;
         }
     }
     if (!om && f->help) {
@@ -117,8 +121,10 @@ static void write_family(const expo_family *f, expo_format fmt, base_buf *out) {
     for (const expo_sample *s = f->head; s; s = s->next) {
         /* A suffixed sample of a stripped counter (_created) hangs off the
          * base name; every other sample name is family name + suffix. */
-        if (*s->suffix && mflen != nlen) base_buf_append(out, f->name, mflen);
-        else base_buf_append(out, f->name, nlen);
+        if (*s->suffix && mflen != nlen)
+            base_buf_append(out, f->name, mflen);
+        else
+            base_buf_append(out, f->name, nlen);
         base_buf_puts(out, s->suffix);
         int hl = s->labels && *s->labels, he = s->extra && *s->extra;
         if (hl || he) {

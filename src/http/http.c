@@ -129,7 +129,9 @@ static int open_listener(const char *addr, unsigned *ret_port, char *err, size_t
     return fd;
 }
 
-static void free_static(void *arg) { (void)arg; }
+static void free_static(void *arg) {
+    (void)arg;
+}
 
 static enum MHD_Result queue(struct MHD_Connection *conn, http_response *r) {
     struct MHD_Response *mr;
@@ -143,7 +145,8 @@ static enum MHD_Result queue(struct MHD_Connection *conn, http_response *r) {
         return MHD_NO;
     }
     if (r->content_type) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
-    if (r->content_encoding) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, r->content_encoding);
+    if (r->content_encoding)
+        MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, r->content_encoding);
     if (r->extra_header_name) MHD_add_response_header(mr, r->extra_header_name, r->extra_header_value);
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
@@ -182,7 +185,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         .method = method,
         .path = url,
         .accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT),
-        .accept_encoding = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING),
+        .accept_encoding =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING),
         .content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
         .body = st->body.len ? st->body.data : NULL,
         .body_len = st->body.len,
@@ -219,9 +223,9 @@ int http_server_start(const http_server_opts *opts, http_handler handler, void *
     }
     s->fd = fd;
     unsigned threads = opts->threads ? opts->threads : 2;
-    s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC,
-                              0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                              MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+    s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
+                              on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+                              threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                               MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 30u,
                               MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_END);
     if (!s->mhd) {
@@ -234,7 +238,9 @@ int http_server_start(const http_server_opts *opts, http_handler handler, void *
     return 0;
 }
 
-unsigned http_server_port(const http_server *s) { return s->port; }
+unsigned http_server_port(const http_server *s) {
+    return s->port;
+}
 
 void http_server_stop(http_server *s) {
     if (!s) return;
@@ -297,7 +303,8 @@ static int token_q(const char *hdr, const char *token, int prefix_match) {
                 double v = 0;
                 const char *qs = p;
                 while (*p && *p != ',' && *p != ';' && *p != ' ') p++;
-                if (base_parse_double(qs, (size_t)(p - qs), &v) == 0 && v >= 0 && v <= 1) q = (int)(v * 1000 + 0.5);
+                if (base_parse_double(qs, (size_t)(p - qs), &v) == 0 && v >= 0 && v <= 1)
+                    q = (int)(v * 1000 + 0.5);
             } else {
                 while (*p && *p != ',' && *p != ';') p++;
             }
@@ -309,7 +316,9 @@ static int token_q(const char *hdr, const char *token, int prefix_match) {
     return best;
 }
 
-int http_accepts_gzip(const char *accept_encoding) { return token_q(accept_encoding, "gzip", 0) > 0; }
+int http_accepts_gzip(const char *accept_encoding) {
+    return token_q(accept_encoding, "gzip", 0) > 0;
+}
 
 int http_prefers_openmetrics(const char *accept) {
     int om = token_q(accept, "application/openmetrics-text", 0);

@@ -16,12 +16,12 @@
 #include <stddef.h>
 
 typedef struct http_request {
-    const char *method; /* "GET", "PUT", ... */
-    const char *path;   /* URL path, percent-decoded by libmicrohttpd, no query */
-    const char *accept;           /* header or NULL */
-    const char *accept_encoding;  /* header or NULL */
-    const char *content_type;     /* header or NULL */
-    const char *body;             /* NULL when empty */
+    const char *method;          /* "GET", "PUT", ... */
+    const char *path;            /* URL path, percent-decoded by libmicrohttpd, no query */
+    const char *accept;          /* header or NULL */
+    const char *accept_encoding; /* header or NULL */
+    const char *content_type;    /* header or NULL */
+    const char *body;            /* NULL when empty */
     size_t body_len;
     void *conn; /* for http_request_arg() */
 } http_request;

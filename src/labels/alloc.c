@@ -14,7 +14,9 @@
 
 static _Atomic long g_countdown = -1;
 
-void labels__fail_alloc(long k) { atomic_store_explicit(&g_countdown, k, memory_order_relaxed); }
+void labels__fail_alloc(long k) {
+    atomic_store_explicit(&g_countdown, k, memory_order_relaxed);
+}
 
 static int fail_now(void) {
     if (atomic_load_explicit(&g_countdown, memory_order_relaxed) < 0) return 0;
@@ -22,7 +24,15 @@ static int fail_now(void) {
     return atomic_fetch_sub_explicit(&g_countdown, 1, memory_order_relaxed) == 0;
 }
 
-void *labels__malloc(size_t n) { return fail_now() ? NULL : malloc(n); }
-void *labels__calloc(size_t n, size_t size) { return fail_now() ? NULL : calloc(n, size); }
-void *labels__realloc(void *p, size_t n) { return fail_now() ? NULL : realloc(p, n); }
-void *labels__aligned_alloc(size_t align, size_t n) { return fail_now() ? NULL : aligned_alloc(align, n); }
+void *labels__malloc(size_t n) {
+    return fail_now() ? NULL : malloc(n);
+}
+void *labels__calloc(size_t n, size_t size) {
+    return fail_now() ? NULL : calloc(n, size);
+}
+void *labels__realloc(void *p, size_t n) {
+    return fail_now() ? NULL : realloc(p, n);
+}
+void *labels__aligned_alloc(size_t align, size_t n) {
+    return fail_now() ? NULL : aligned_alloc(align, n);
+}

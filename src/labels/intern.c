@@ -48,9 +48,13 @@ static void itab_init(labels_itab *t) {
     for (unsigned i = 0; i < LABELS__NSHARDS; i++) pthread_mutex_init(&t->shards[i].mu, NULL);
 }
 
-static void global_init(void) { itab_init(&g_itab); }
+static void global_init(void) {
+    itab_init(&g_itab);
+}
 
-labels_itab *labels_global(void) { return &g_itab; }
+labels_itab *labels_global(void) {
+    return &g_itab;
+}
 
 static labels_itab *ready(labels_itab *t) {
     if (t == &g_itab) pthread_once(&g_once, global_init);
@@ -65,7 +69,9 @@ int labels_itab_new(labels_itab **ret) {
     return 0;
 }
 
-static void add(_Atomic uint64_t *c, int64_t d) { atomic_fetch_add_explicit(c, (uint64_t)d, memory_order_relaxed); }
+static void add(_Atomic uint64_t *c, int64_t d) {
+    atomic_fetch_add_explicit(c, (uint64_t)d, memory_order_relaxed);
+}
 
 void labels_itab_free(labels_itab *t) {
     if (!t || t == &g_itab) return;
@@ -94,11 +100,14 @@ void labels_itab_free(labels_itab *t) {
     free(t);
 }
 
-static size_t entry_bytes(const labels__ientry *e) { return malloc_usable_size((void *)e) + MALLOC_OVERHEAD; }
+static size_t entry_bytes(const labels__ientry *e) {
+    return malloc_usable_size((void *)e) + MALLOC_OVERHEAD;
+}
 
 static labels__ientry *slot_entry(const labels__ishard *sh, uint32_t local) {
     labels__idir *d = atomic_load_explicit((_Atomic(labels__idir *) *)&sh->dir, memory_order_acquire);
-    _Atomic uintptr_t *chunk = atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_acquire);
+    _Atomic uintptr_t *chunk =
+        atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_acquire);
     return (labels__ientry *)atomic_load_explicit(&chunk[local & (LABELS__CHUNK - 1)], memory_order_acquire);
 }
 
@@ -167,7 +176,8 @@ static int dir_reserve(labels__ishard *sh, uint32_t local) {
         nd->old = d;
         if (d)
             for (uint32_t k = 0; k < d->cap; k++)
-                atomic_store_explicit(&nd->chunks[k], atomic_load_explicit(&d->chunks[k], memory_order_relaxed),
+                atomic_store_explicit(&nd->chunks[k],
+                                      atomic_load_explicit(&d->chunks[k], memory_order_relaxed),
                                       memory_order_relaxed);
         add(&sh->bytes, (int64_t)(sizeof *nd + ncap * sizeof nd->chunks[0] + MALLOC_OVERHEAD));
         atomic_store_explicit(&sh->dir, nd, memory_order_release);
@@ -184,14 +194,17 @@ static int dir_reserve(labels__ishard *sh, uint32_t local) {
 
 static _Atomic uintptr_t *slot_ptr(labels__ishard *sh, uint32_t local) {
     labels__idir *d = atomic_load_explicit(&sh->dir, memory_order_relaxed);
-    _Atomic uintptr_t *chunk = atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_relaxed);
+    _Atomic uintptr_t *chunk =
+        atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_relaxed);
     return &chunk[local & (LABELS__CHUNK - 1)];
 }
 
 static void incref(_Atomic uint32_t *refs) {
     uint32_t r = atomic_load_explicit(refs, memory_order_relaxed);
     while (r < LABELS__IMMORTAL)
-        if (atomic_compare_exchange_weak_explicit(refs, &r, r + 1, memory_order_relaxed, memory_order_relaxed)) return;
+        if (atomic_compare_exchange_weak_explicit(refs, &r, r + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return;
 }
 
 static int lookup(labels_itab *t, base_str s, int insert, labels_sym *ret) {
@@ -257,9 +270,13 @@ out:
     return rc;
 }
 
-int labels_itab_intern(labels_itab *t, base_str s, labels_sym *ret_sym) { return lookup(t, s, 1, ret_sym); }
+int labels_itab_intern(labels_itab *t, base_str s, labels_sym *ret_sym) {
+    return lookup(t, s, 1, ret_sym);
+}
 
-int labels_itab_find(labels_itab *t, base_str s, labels_sym *ret_sym) { return lookup(t, s, 0, ret_sym); }
+int labels_itab_find(labels_itab *t, base_str s, labels_sym *ret_sym) {
+    return lookup(t, s, 0, ret_sym);
+}
 
 void labels_itab_ref(labels_itab *t, labels_sym sym) {
     incref(&((labels__ientry *)labels__itab_entry(t, sym))->refs);
@@ -271,7 +288,8 @@ void labels_itab_unref(labels_itab *t, labels_sym sym) {
     for (;;) {
         if (r >= LABELS__IMMORTAL) return;
         if (r <= 1) break;
-        if (atomic_compare_exchange_weak_explicit(&e->refs, &r, r - 1, memory_order_release, memory_order_relaxed))
+        if (atomic_compare_exchange_weak_explicit(&e->refs, &r, r - 1, memory_order_release,
+                                                  memory_order_relaxed))
             return;
     }
     /* Possibly the last reference: decide under the lock. */

@@ -32,22 +32,25 @@
 /* ---- accounting ---------------------------------------------------- */
 
 #define STRIPES 16
-static struct {
-    _Atomic int64_t sets, bytes;
-} __attribute__((aligned(64))) g_stripes[STRIPES];
+static struct { _Atomic int64_t sets, bytes; } __attribute__((aligned(64))) g_stripes[STRIPES];
 static _Atomic unsigned g_next_stripe;
 static _Thread_local unsigned t_stripe = ~0u;
 static _Atomic uint64_t g_regex_errors;
 
 void labels__count_set(int64_t dsets, int64_t dbytes) {
-    if (t_stripe == ~0u) t_stripe = atomic_fetch_add_explicit(&g_next_stripe, 1, memory_order_relaxed) % STRIPES;
+    if (t_stripe == ~0u)
+        t_stripe = atomic_fetch_add_explicit(&g_next_stripe, 1, memory_order_relaxed) % STRIPES;
     atomic_fetch_add_explicit(&g_stripes[t_stripe].sets, dsets, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_stripes[t_stripe].bytes, dbytes, memory_order_relaxed);
 }
 
-void labels__count_regex_error(void) { atomic_fetch_add_explicit(&g_regex_errors, 1, memory_order_relaxed); }
+void labels__count_regex_error(void) {
+    atomic_fetch_add_explicit(&g_regex_errors, 1, memory_order_relaxed);
+}
 
-uint64_t labels_regex_errors(void) { return atomic_load_explicit(&g_regex_errors, memory_order_relaxed); }
+uint64_t labels_regex_errors(void) {
+    return atomic_load_explicit(&g_regex_errors, memory_order_relaxed);
+}
 
 void labels_stats_get(labels_stats *ret) {
     labels_stats s = {0};
@@ -100,25 +103,31 @@ static const uint8_t *varint_get(const uint8_t *p, uint32_t *ret) {
 
 static labels_set g_empty = {LABELS__IMMORTAL, 0, 0};
 
-labels_set *labels_empty(void) { return &g_empty; }
+labels_set *labels_empty(void) {
+    return &g_empty;
+}
 
 labels_set *labels_ref(const labels_set *ls) {
     labels_set *s = (labels_set *)ls;
     uint32_t r = atomic_load_explicit(&s->refs, memory_order_relaxed);
     while (r < LABELS__IMMORTAL)
-        if (atomic_compare_exchange_weak_explicit(&s->refs, &r, r + 1, memory_order_relaxed, memory_order_relaxed))
+        if (atomic_compare_exchange_weak_explicit(&s->refs, &r, r + 1, memory_order_relaxed,
+                                                  memory_order_relaxed))
             break;
     return s;
 }
 
-static size_t heap_bytes(const labels_set *ls) { return malloc_usable_size((void *)ls) + MALLOC_OVERHEAD; }
+static size_t heap_bytes(const labels_set *ls) {
+    return malloc_usable_size((void *)ls) + MALLOC_OVERHEAD;
+}
 
 void labels_unref(labels_set *ls) {
     if (!ls) return;
     uint32_t r = atomic_load_explicit(&ls->refs, memory_order_relaxed);
     for (;;) {
         if (r >= LABELS__IMMORTAL) return;
-        if (atomic_compare_exchange_weak_explicit(&ls->refs, &r, r - 1, memory_order_acq_rel, memory_order_relaxed))
+        if (atomic_compare_exchange_weak_explicit(&ls->refs, &r, r - 1, memory_order_acq_rel,
+                                                  memory_order_relaxed))
             break;
     }
     if (r != 1) return;
@@ -133,9 +142,13 @@ void labels_unref(labels_set *ls) {
     free(ls);
 }
 
-size_t labels_len(const labels_set *ls) { return ls->npairs; }
+size_t labels_len(const labels_set *ls) {
+    return ls->npairs;
+}
 
-size_t labels_set_bytes(const labels_set *ls) { return ls == &g_empty ? 0 : heap_bytes(ls); }
+size_t labels_set_bytes(const labels_set *ls) {
+    return ls == &g_empty ? 0 : heap_bytes(ls);
+}
 
 void labels_iter_init(labels_iter *it, const labels_set *ls) {
     it->p = ls->data;
@@ -183,7 +196,9 @@ int labels_has(const labels_set *ls, base_str name) {
     return find(ls, name, &v);
 }
 
-base_str labels_metric_name(const labels_set *ls) { return labels_get(ls, base_str_c(LABELS_METRIC_NAME)); }
+base_str labels_metric_name(const labels_set *ls) {
+    return labels_get(ls, base_str_c(LABELS_METRIC_NAME));
+}
 
 int labels_cmp(const labels_set *a, const labels_set *b) {
     if (a == b) return 0;
@@ -241,7 +256,9 @@ static void hpair(hasher *h, base_str n, base_str v) {
     hput(h, &sep, 1);
 }
 
-static uint64_t hdigest(hasher *h) { return h->streaming ? XXH3_64bits_digest(&h->st) : XXH3_64bits(h->buf, h->n); }
+static uint64_t hdigest(hasher *h) {
+    return h->streaming ? XXH3_64bits_digest(&h->st) : XXH3_64bits(h->buf, h->n);
+}
 
 /* mode 0: all pairs; 1: only names in the list; 2: neither those nor
  * __name__. names is sorted. */
@@ -265,9 +282,13 @@ static uint64_t hash_sel(const labels_set *ls, const base_str *names, size_t nn,
     return hdigest(&h);
 }
 
-uint64_t labels_hash(const labels_set *ls) { return hash_sel(ls, NULL, 0, 0); }
+uint64_t labels_hash(const labels_set *ls) {
+    return hash_sel(ls, NULL, 0, 0);
+}
 
-uint64_t labels_hash_for(const labels_set *ls, const base_str *names, size_t n) { return hash_sel(ls, names, n, 1); }
+uint64_t labels_hash_for(const labels_set *ls, const base_str *names, size_t n) {
+    return hash_sel(ls, names, n, 1);
+}
 
 uint64_t labels_hash_without(const labels_set *ls, const base_str *names, size_t n) {
     return hash_sel(ls, names, n, 2);
@@ -362,7 +383,9 @@ struct labels__bpair {
     labels_sym nsym, vsym; /* LABELS_SYM_NONE unless taken from b->base */
 };
 
-void labels_builder_init(labels_builder *b) { memset(b, 0, sizeof *b); }
+void labels_builder_init(labels_builder *b) {
+    memset(b, 0, sizeof *b);
+}
 
 void labels_builder_reset(labels_builder *b) {
     b->n = 0;

@@ -99,9 +99,9 @@
 /* Longest interned string (label name or value), in bytes. */
 #define LABELS_STRING_MAX ((size_t)1 << 24)
 /* Most pairs in one label set. */
-#define LABELS_MAX_PAIRS 4096
+#define LABELS_MAX_PAIRS  4096
 /* Longest regex pattern a matcher accepts, in bytes. */
-#define LABELS_REGEX_MAX ((size_t)1 << 20)
+#define LABELS_REGEX_MAX  ((size_t)1 << 20)
 
 #define LABELS_METRIC_NAME "__name__"
 
@@ -114,13 +114,13 @@ typedef uint32_t labels_sym;
 #define LABELS_SYM_NONE UINT32_MAX
 
 typedef struct labels_itab_stats {
-    uint64_t strings;       /* live interned strings */
-    uint64_t string_bytes;  /* their payload bytes */
-    uint64_t bytes;         /* everything the table holds: entries (as
-                               malloc sizes them, plus 8 bytes of malloc
-                               header each), index slots, directory */
-    uint64_t interned;      /* strings ever inserted */
-    uint64_t freed;         /* strings ever freed */
+    uint64_t strings;      /* live interned strings */
+    uint64_t string_bytes; /* their payload bytes */
+    uint64_t bytes;        /* everything the table holds: entries (as
+                              malloc sizes them, plus 8 bytes of malloc
+                              header each), index slots, directory */
+    uint64_t interned;     /* strings ever inserted */
+    uint64_t freed;        /* strings ever freed */
 } labels_itab_stats;
 
 /* The table that label sets use. Never NULL; lives for the process. */
@@ -272,7 +272,7 @@ typedef struct labels_regex labels_regex;
 
 /* Flags for labels_regex_compile. */
 #define LABELS_RE_CAPTURE 1u /* keep capture groups (labels_regex_exec) */
-#define LABELS_RE_NOFAST 2u  /* never use a fast path (tests, fuzzing) */
+#define LABELS_RE_NOFAST  2u /* never use a fast path (tests, fuzzing) */
 
 typedef struct labels_span {
     size_t start; /* byte offsets into the subject; SIZE_MAX when the */
@@ -300,8 +300,8 @@ int labels_regex_exec(const labels_regex *re, base_str s, labels_span *ret_spans
  * replaced by the groups of a labels_regex_exec result over s ($$ is $;
  * unknown or unmatched groups are empty). Relabel and label_replace use
  * this. */
-void labels_regex_expand(const labels_regex *re, base_str tmpl, base_str s, const labels_span *spans, size_t n,
-                         base_buf *out);
+void labels_regex_expand(const labels_regex *re, base_str tmpl, base_str s, const labels_span *spans,
+                         size_t n, base_buf *out);
 /* 1 and the sorted, duplicate-free list of strings when the regex matches
  * exactly a finite set of literals (a, a|b|c), else 0. The views live as
  * long as the regex. For index lookups instead of scans. */
@@ -350,8 +350,8 @@ const char *labels_match_type_str(labels_match_type t);
 /* ------------------------------------------------------------------ */
 
 typedef struct labels_stats {
-    uint64_t sets;        /* live label sets (heap ones) */
-    uint64_t set_bytes;   /* their bytes (as labels_set_bytes) */
+    uint64_t sets;             /* live label sets (heap ones) */
+    uint64_t set_bytes;        /* their bytes (as labels_set_bytes) */
     labels_itab_stats strings; /* labels_global()'s table */
     uint64_t regex_errors;     /* matches that failed (see matchers) */
 } labels_stats;

@@ -27,12 +27,12 @@
 /* ---- intern table -------------------------------------------------- */
 
 #define LABELS__SHARD_BITS 6
-#define LABELS__NSHARDS (1u << LABELS__SHARD_BITS)
+#define LABELS__NSHARDS    (1u << LABELS__SHARD_BITS)
 #define LABELS__CHUNK_BITS 10
-#define LABELS__CHUNK (1u << LABELS__CHUNK_BITS)
-#define LABELS__LOCAL_MAX ((1u << (32 - LABELS__SHARD_BITS)) - 1)
+#define LABELS__CHUNK      (1u << LABELS__CHUNK_BITS)
+#define LABELS__LOCAL_MAX  ((1u << (32 - LABELS__SHARD_BITS)) - 1)
 /* References at or above this are immortal (never counted down). */
-#define LABELS__IMMORTAL 0x80000000u
+#define LABELS__IMMORTAL   0x80000000u
 
 typedef struct labels__ientry {
     _Atomic uint32_t refs;
@@ -65,8 +65,10 @@ static inline const labels__ientry *labels__itab_entry(const labels_itab *t, lab
     const labels__ishard *sh = &t->shards[sym & (LABELS__NSHARDS - 1)];
     uint32_t local = sym >> LABELS__SHARD_BITS;
     labels__idir *d = atomic_load_explicit((_Atomic(labels__idir *) *)&sh->dir, memory_order_acquire);
-    _Atomic uintptr_t *chunk = atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_acquire);
-    return (const labels__ientry *)atomic_load_explicit(&chunk[local & (LABELS__CHUNK - 1)], memory_order_acquire);
+    _Atomic uintptr_t *chunk =
+        atomic_load_explicit(&d->chunks[local >> LABELS__CHUNK_BITS], memory_order_acquire);
+    return (const labels__ientry *)atomic_load_explicit(&chunk[local & (LABELS__CHUNK - 1)],
+                                                        memory_order_acquire);
 }
 
 static inline base_str labels__sym_str(labels_sym sym) {
@@ -119,24 +121,24 @@ void labels__errf(char *err, size_t errlen, const char *fmt, ...) __attribute__(
 /* ---- regex parse tree (regex_parse.c) ------------------------------ */
 
 enum {
-    RX_EMPTY,    /* matches "" */
-    RX_NOMATCH,  /* matches nothing */
-    RX_LIT,      /* a run of runes (fold = case-insensitive) */
-    RX_CLASS,    /* a character class */
-    RX_ANY,      /* . (dotnl: also "\n") */
-    RX_BOL,      /* ^ with (?m) */
-    RX_EOL,      /* $ with (?m) */
-    RX_BOT,      /* ^ or \A */
-    RX_EOT,      /* $ or \z */
-    RX_WORDB,    /* \b */
-    RX_NWORDB,   /* \B */
-    RX_CAP,      /* capture group: sub[0] */
-    RX_STAR,     /* sub[0]* */
-    RX_PLUS,     /* sub[0]+ */
-    RX_QUEST,    /* sub[0]? */
-    RX_REPEAT,   /* sub[0]{min,max}, max -1 = unbounded */
-    RX_CAT,      /* sub[0] sub[1] ... */
-    RX_ALT,      /* sub[0] | sub[1] | ... */
+    RX_EMPTY,   /* matches "" */
+    RX_NOMATCH, /* matches nothing */
+    RX_LIT,     /* a run of runes (fold = case-insensitive) */
+    RX_CLASS,   /* a character class */
+    RX_ANY,     /* . (dotnl: also "\n") */
+    RX_BOL,     /* ^ with (?m) */
+    RX_EOL,     /* $ with (?m) */
+    RX_BOT,     /* ^ or \A */
+    RX_EOT,     /* $ or \z */
+    RX_WORDB,   /* \b */
+    RX_NWORDB,  /* \B */
+    RX_CAP,     /* capture group: sub[0] */
+    RX_STAR,    /* sub[0]* */
+    RX_PLUS,    /* sub[0]+ */
+    RX_QUEST,   /* sub[0]? */
+    RX_REPEAT,  /* sub[0]{min,max}, max -1 = unbounded */
+    RX_CAT,     /* sub[0] sub[1] ... */
+    RX_ALT,     /* sub[0] | sub[1] | ... */
 };
 
 /* A Unicode property item of a class (\pL, \p{Greek}, negated \P...). */
@@ -167,8 +169,8 @@ struct labels__rx_node {
     uint32_t rune;     /* storage for a one-rune RX_LIT */
     uint32_t *runes;   /* RX_LIT: the literal run */
     size_t nrunes, rcap;
-    int cap;           /* RX_CAP: 1-based index */
-    base_str name;     /* RX_CAP: name or empty */
+    int cap;       /* RX_CAP: 1-based index */
+    base_str name; /* RX_CAP: name or empty */
     labels__rx_class *cls;
     labels__rx_node **sub;
     size_t nsub;

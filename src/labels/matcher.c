@@ -34,7 +34,8 @@ const char *labels_match_type_str(labels_match_type t) {
 
 int labels_matcher_new(labels_match_type type, base_str name, base_str value, labels_matcher **ret, char *err,
                        size_t errlen) {
-    if (type != LABELS_MATCH_EQ && type != LABELS_MATCH_NEQ && type != LABELS_MATCH_RE && type != LABELS_MATCH_NRE) {
+    if (type != LABELS_MATCH_EQ && type != LABELS_MATCH_NEQ && type != LABELS_MATCH_RE &&
+        type != LABELS_MATCH_NRE) {
         labels__errf(err, errlen, "invalid match type");
         return BASE_E_INVAL;
     }
@@ -78,11 +79,21 @@ void labels_matcher_free(labels_matcher *m) {
     free(m);
 }
 
-labels_match_type labels_matcher_type(const labels_matcher *m) { return m->type; }
-base_str labels_matcher_name(const labels_matcher *m) { return m->name; }
-base_str labels_matcher_value(const labels_matcher *m) { return m->value; }
-const labels_regex *labels_matcher_regex(const labels_matcher *m) { return m->re; }
-int labels_matcher_matches_empty(const labels_matcher *m) { return m->matches_empty; }
+labels_match_type labels_matcher_type(const labels_matcher *m) {
+    return m->type;
+}
+base_str labels_matcher_name(const labels_matcher *m) {
+    return m->name;
+}
+base_str labels_matcher_value(const labels_matcher *m) {
+    return m->value;
+}
+const labels_regex *labels_matcher_regex(const labels_matcher *m) {
+    return m->re;
+}
+int labels_matcher_matches_empty(const labels_matcher *m) {
+    return m->matches_empty;
+}
 
 int labels_matcher_matches(const labels_matcher *m, base_str s) {
     switch (m->type) {

@@ -51,13 +51,13 @@
 #include "base/err.h"
 #include "labels/labels_int.h"
 
-#define ARENA_LIMIT ((size_t)128 << 20)
-#define MATCH_LIMIT 1000000u
-#define PARENS_LIMIT 3000u
-#define FAST_MAX_GLOBS 100000u   /* globs of any kind after expansion */
-#define FAST_MAX_WILD 256u       /* globs that have wildcards */
+#define ARENA_LIMIT    ((size_t)128 << 20)
+#define MATCH_LIMIT    1000000u
+#define PARENS_LIMIT   3000u
+#define FAST_MAX_GLOBS 100000u    /* globs of any kind after expansion */
+#define FAST_MAX_WILD  256u       /* globs that have wildcards */
 #define FAST_MAX_ELEMS (1u << 20) /* elements over all globs */
-#define FAST_CLASS_MAX 16u       /* classes enumerated up to this size */
+#define FAST_CLASS_MAX 16u        /* classes enumerated up to this size */
 
 /* ---- fast path structures ------------------------------------------ */
 
@@ -126,7 +126,9 @@ static void pcre_free(void *p, void *data) {
     free(p);
 }
 
-static void gctx_init(void) { g_gctx = pcre2_general_context_create(pcre_malloc, pcre_free, NULL); }
+static void gctx_init(void) {
+    g_gctx = pcre2_general_context_create(pcre_malloc, pcre_free, NULL);
+}
 
 static pcre2_general_context *gctx(void) {
     pthread_once(&g_gctx_once, gctx_init);
@@ -149,7 +151,9 @@ static void tstate_free(void *p) {
     free(t);
 }
 
-static void key_init(void) { g_key_ok = pthread_key_create(&g_key, tstate_free) == 0; }
+static void key_init(void) {
+    g_key_ok = pthread_key_create(&g_key, tstate_free) == 0;
+}
 
 static tstate *tstate_get(void) {
     if (t_state) return t_state;
@@ -192,7 +196,9 @@ static void put_cp(base_buf *b, uint32_t r) {
     base_buf_printf(b, "\\x{%x}", r);
 }
 
-static int is_surrogate(uint32_t r) { return r >= 0xD800 && r <= 0xDFFF; }
+static int is_surrogate(uint32_t r) {
+    return r >= 0xD800 && r <= 0xDFFF;
+}
 
 static void emit_prop(base_buf *b, const labels__rx_prop *pr, int fold) {
     const char *n = pr->name;
@@ -200,7 +206,8 @@ static void emit_prop(base_buf *b, const labels__rx_prop *pr, int fold) {
         if (!pr->neg) base_buf_puts(b, "\\x{0}-\\x{10ffff}");
     } else if (!strcmp(n, "C")) {
         /* Go's C is Cc|Cf|Co|Cs; PCRE2's also has Cn (unassigned). */
-        base_buf_puts(b, pr->neg ? "\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}\\p{Z}\\p{Cn}" : "\\p{Cc}\\p{Cf}\\p{Co}\\p{Cs}");
+        base_buf_puts(b, pr->neg ? "\\p{L}\\p{M}\\p{N}\\p{P}\\p{S}\\p{Z}\\p{Cn}"
+                                 : "\\p{Cc}\\p{Cf}\\p{Co}\\p{Cs}");
     } else if (fold && (!strcmp(n, "Lu") || !strcmp(n, "Ll") || !strcmp(n, "Lt"))) {
         base_buf_puts(b, pr->neg ? "\\P{L&}" : "\\p{L&}");
     } else {
@@ -387,7 +394,9 @@ static int fl_product(fctx *x, glist *acc, const glist *add) {
     return 0;
 }
 
-static int fold_sensitive(uint32_t r) { return r == 'k' || r == 'K' || r == 's' || r == 'S'; }
+static int fold_sensitive(uint32_t r) {
+    return r == 'k' || r == 'K' || r == 's' || r == 'S';
+}
 
 static int lit_elem(fctx *x, const uint32_t *runes, size_t n, int fold, felem *ret) {
     int has_letter = 0;
@@ -474,8 +483,8 @@ static int expand(fctx *x, const labels__rx_node *n, glist *out) {
             }
             for (int i = n->min; i < n->max; i++) { /* (.)? repeated max-min times */
                 glist one, empty;
-                if (fl_one(x, &one, &any1) < 0 || fl_one(x, &empty, NULL) < 0 || fl_union(x, &one, &empty) < 0 ||
-                    fl_product(x, out, &one) < 0)
+                if (fl_one(x, &one, &any1) < 0 || fl_one(x, &empty, NULL) < 0 ||
+                    fl_union(x, &one, &empty) < 0 || fl_product(x, out, &one) < 0)
                     return -1;
             }
             return 0;
@@ -544,7 +553,9 @@ static int normalize(fctx *x, gl *g) {
     return 0;
 }
 
-static int str_cmp(const void *a, const void *b) { return labels__strcmp(*(const base_str *)a, *(const base_str *)b); }
+static int str_cmp(const void *a, const void *b) {
+    return labels__strcmp(*(const base_str *)a, *(const base_str *)b);
+}
 
 static void fast_free(fastpath *f) {
     if (!f) return;
@@ -922,8 +933,8 @@ int labels_regex_compile(base_str pattern, unsigned flags, labels_regex **ret, c
         if (!re->fast || capture) {
             char why[120];
             pcre_errmsg(why, sizeof why, ecode);
-            labels__errf(err, errlen, "error parsing regexp: expression too large: `%s` (PCRE2: %s)", wrapped.data,
-                         why);
+            labels__errf(err, errlen, "error parsing regexp: expression too large: `%s` (PCRE2: %s)",
+                         wrapped.data, why);
             rc = BASE_E_LIMIT;
             goto out;
         }
@@ -1052,11 +1063,17 @@ static int pcre_exec(const labels_regex *re, base_str subj, labels_span *spans, 
     return 1;
 }
 
-int labels__regex_match_pcre(const labels_regex *re, base_str s) { return pcre_exec(re, s, NULL, 0); }
+int labels__regex_match_pcre(const labels_regex *re, base_str s) {
+    return pcre_exec(re, s, NULL, 0);
+}
 
-int labels__regex_match_fast(const labels_regex *re, base_str s) { return re->fast ? fast_match(re->fast, s) : -1; }
+int labels__regex_match_fast(const labels_regex *re, base_str s) {
+    return re->fast ? fast_match(re->fast, s) : -1;
+}
 
-base_str labels__regex_pcre_pattern(const labels_regex *re) { return (base_str){re->pattern, re->pattern_len}; }
+base_str labels__regex_pcre_pattern(const labels_regex *re) {
+    return (base_str){re->pattern, re->pattern_len};
+}
 
 int labels_regex_match(const labels_regex *re, base_str s) {
     if (re->fast) return fast_match(re->fast, s);
@@ -1068,7 +1085,9 @@ int labels_regex_exec(const labels_regex *re, base_str s, labels_span *ret_spans
     return pcre_exec(re, s, ret_spans, n);
 }
 
-size_t labels_regex_groups(const labels_regex *re) { return re->ngroups; }
+size_t labels_regex_groups(const labels_regex *re) {
+    return re->ngroups;
+}
 
 int labels_regex_group_index(const labels_regex *re, base_str name) {
     if (name.n == 0) return -1;
@@ -1084,7 +1103,9 @@ int labels_regex_literals(const labels_regex *re, const base_str **ret_vals, siz
     return 1;
 }
 
-int labels_regex_is_fast(const labels_regex *re) { return re->fast != NULL; }
+int labels_regex_is_fast(const labels_regex *re) {
+    return re->fast != NULL;
+}
 
 /* ---- Go's Regexp.Expand -------------------------------------------- */
 
@@ -1101,8 +1122,8 @@ static int name_char(const uint8_t *p, size_t n, size_t *w) {
     return !(r == 0xFFFD && *w == 1);
 }
 
-void labels_regex_expand(const labels_regex *re, base_str tmpl, base_str s, const labels_span *spans, size_t n,
-                         base_buf *out) {
+void labels_regex_expand(const labels_regex *re, base_str tmpl, base_str s, const labels_span *spans,
+                         size_t n, base_buf *out) {
     const uint8_t *t = (const uint8_t *)tmpl.p;
     size_t len = tmpl.n, i = 0;
     while (i < len) {

@@ -33,7 +33,7 @@ enum { F_FOLD = 1, F_DOTNL = 2, F_ONELINE = 4, F_NONGREEDY = 8 };
 
 #define MAX_REPEAT 1000
 #define MAX_HEIGHT 1000
-#define MAX_SIZE ((int64_t)(128 << 20) / 40)
+#define MAX_SIZE   ((int64_t)(128 << 20) / 40)
 
 static const char E_CHARRANGE[] = "invalid character class range";
 static const char E_ESCAPE[] = "invalid escape sequence";
@@ -52,30 +52,168 @@ static const char E_LARGE[] = "expression too large";
 
 /* Go's unicode.Categories keys (Go 1.19). */
 static const char *const categories[] = {
-    "C",  "Cc", "Cf", "Co", "Cs", "L",  "Ll", "Lm", "Lo", "Lt", "Lu", "M",  "Mc", "Me", "Mn", "N",  "Nd", "Nl",
-    "No", "P",  "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S",  "Sc", "Sk", "Sm", "So", "Z",  "Zl", "Zp", "Zs",
+    "C",  "Cc", "Cf", "Co", "Cs", "L",  "Ll", "Lm", "Lo", "Lt", "Lu", "M",
+    "Mc", "Me", "Mn", "N",  "Nd", "Nl", "No", "P",  "Pc", "Pd", "Pe", "Pf",
+    "Pi", "Po", "Ps", "S",  "Sc", "Sk", "Sm", "So", "Z",  "Zl", "Zp", "Zs",
 };
 
 /* Go's unicode.Scripts keys (Unicode 13.0.0, Go 1.19). */
 static const char *const scripts[] = {
-    "Adlam", "Ahom", "Anatolian_Hieroglyphs", "Arabic", "Armenian", "Avestan", "Balinese", "Bamum", "Bassa_Vah",
-    "Batak", "Bengali", "Bhaiksuki", "Bopomofo", "Brahmi", "Braille", "Buginese", "Buhid", "Canadian_Aboriginal",
-    "Carian", "Caucasian_Albanian", "Chakma", "Cham", "Cherokee", "Chorasmian", "Common", "Coptic", "Cuneiform",
-    "Cypriot", "Cyrillic", "Deseret", "Devanagari", "Dives_Akuru", "Dogra", "Duployan", "Egyptian_Hieroglyphs",
-    "Elbasan", "Elymaic", "Ethiopic", "Georgian", "Glagolitic", "Gothic", "Grantha", "Greek", "Gujarati",
-    "Gunjala_Gondi", "Gurmukhi", "Han", "Hangul", "Hanifi_Rohingya", "Hanunoo", "Hatran", "Hebrew", "Hiragana",
-    "Imperial_Aramaic", "Inherited", "Inscriptional_Pahlavi", "Inscriptional_Parthian", "Javanese", "Kaithi",
-    "Kannada", "Katakana", "Kayah_Li", "Kharoshthi", "Khitan_Small_Script", "Khmer", "Khojki", "Khudawadi", "Lao",
-    "Latin", "Lepcha", "Limbu", "Linear_A", "Linear_B", "Lisu", "Lycian", "Lydian", "Mahajani", "Makasar",
-    "Malayalam", "Mandaic", "Manichaean", "Marchen", "Masaram_Gondi", "Medefaidrin", "Meetei_Mayek",
-    "Mende_Kikakui", "Meroitic_Cursive", "Meroitic_Hieroglyphs", "Miao", "Modi", "Mongolian", "Mro", "Multani",
-    "Myanmar", "Nabataean", "Nandinagari", "New_Tai_Lue", "Newa", "Nko", "Nushu", "Nyiakeng_Puachue_Hmong", "Ogham",
-    "Ol_Chiki", "Old_Hungarian", "Old_Italic", "Old_North_Arabian", "Old_Permic", "Old_Persian", "Old_Sogdian",
-    "Old_South_Arabian", "Old_Turkic", "Oriya", "Osage", "Osmanya", "Pahawh_Hmong", "Palmyrene", "Pau_Cin_Hau",
-    "Phags_Pa", "Phoenician", "Psalter_Pahlavi", "Rejang", "Runic", "Samaritan", "Saurashtra", "Sharada", "Shavian",
-    "Siddham", "SignWriting", "Sinhala", "Sogdian", "Sora_Sompeng", "Soyombo", "Sundanese", "Syloti_Nagri",
-    "Syriac", "Tagalog", "Tagbanwa", "Tai_Le", "Tai_Tham", "Tai_Viet", "Takri", "Tamil", "Tangut", "Telugu",
-    "Thaana", "Thai", "Tibetan", "Tifinagh", "Tirhuta", "Ugaritic", "Vai", "Wancho", "Warang_Citi", "Yezidi", "Yi",
+    "Adlam",
+    "Ahom",
+    "Anatolian_Hieroglyphs",
+    "Arabic",
+    "Armenian",
+    "Avestan",
+    "Balinese",
+    "Bamum",
+    "Bassa_Vah",
+    "Batak",
+    "Bengali",
+    "Bhaiksuki",
+    "Bopomofo",
+    "Brahmi",
+    "Braille",
+    "Buginese",
+    "Buhid",
+    "Canadian_Aboriginal",
+    "Carian",
+    "Caucasian_Albanian",
+    "Chakma",
+    "Cham",
+    "Cherokee",
+    "Chorasmian",
+    "Common",
+    "Coptic",
+    "Cuneiform",
+    "Cypriot",
+    "Cyrillic",
+    "Deseret",
+    "Devanagari",
+    "Dives_Akuru",
+    "Dogra",
+    "Duployan",
+    "Egyptian_Hieroglyphs",
+    "Elbasan",
+    "Elymaic",
+    "Ethiopic",
+    "Georgian",
+    "Glagolitic",
+    "Gothic",
+    "Grantha",
+    "Greek",
+    "Gujarati",
+    "Gunjala_Gondi",
+    "Gurmukhi",
+    "Han",
+    "Hangul",
+    "Hanifi_Rohingya",
+    "Hanunoo",
+    "Hatran",
+    "Hebrew",
+    "Hiragana",
+    "Imperial_Aramaic",
+    "Inherited",
+    "Inscriptional_Pahlavi",
+    "Inscriptional_Parthian",
+    "Javanese",
+    "Kaithi",
+    "Kannada",
+    "Katakana",
+    "Kayah_Li",
+    "Kharoshthi",
+    "Khitan_Small_Script",
+    "Khmer",
+    "Khojki",
+    "Khudawadi",
+    "Lao",
+    "Latin",
+    "Lepcha",
+    "Limbu",
+    "Linear_A",
+    "Linear_B",
+    "Lisu",
+    "Lycian",
+    "Lydian",
+    "Mahajani",
+    "Makasar",
+    "Malayalam",
+    "Mandaic",
+    "Manichaean",
+    "Marchen",
+    "Masaram_Gondi",
+    "Medefaidrin",
+    "Meetei_Mayek",
+    "Mende_Kikakui",
+    "Meroitic_Cursive",
+    "Meroitic_Hieroglyphs",
+    "Miao",
+    "Modi",
+    "Mongolian",
+    "Mro",
+    "Multani",
+    "Myanmar",
+    "Nabataean",
+    "Nandinagari",
+    "New_Tai_Lue",
+    "Newa",
+    "Nko",
+    "Nushu",
+    "Nyiakeng_Puachue_Hmong",
+    "Ogham",
+    "Ol_Chiki",
+    "Old_Hungarian",
+    "Old_Italic",
+    "Old_North_Arabian",
+    "Old_Permic",
+    "Old_Persian",
+    "Old_Sogdian",
+    "Old_South_Arabian",
+    "Old_Turkic",
+    "Oriya",
+    "Osage",
+    "Osmanya",
+    "Pahawh_Hmong",
+    "Palmyrene",
+    "Pau_Cin_Hau",
+    "Phags_Pa",
+    "Phoenician",
+    "Psalter_Pahlavi",
+    "Rejang",
+    "Runic",
+    "Samaritan",
+    "Saurashtra",
+    "Sharada",
+    "Shavian",
+    "Siddham",
+    "SignWriting",
+    "Sinhala",
+    "Sogdian",
+    "Sora_Sompeng",
+    "Soyombo",
+    "Sundanese",
+    "Syloti_Nagri",
+    "Syriac",
+    "Tagalog",
+    "Tagbanwa",
+    "Tai_Le",
+    "Tai_Tham",
+    "Tai_Viet",
+    "Takri",
+    "Tamil",
+    "Tangut",
+    "Telugu",
+    "Thaana",
+    "Thai",
+    "Tibetan",
+    "Tifinagh",
+    "Tirhuta",
+    "Ugaritic",
+    "Vai",
+    "Wancho",
+    "Warang_Citi",
+    "Yezidi",
+    "Yi",
     "Zanabazar_Square",
 };
 
@@ -223,7 +361,9 @@ static int check_utf8(parser *p, size_t from, size_t to) {
     return 0;
 }
 
-static int isalnum_(uint32_t c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+static int isalnum_(uint32_t c) {
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
 
 static int unhex(uint32_t c) {
     if (c >= '0' && c <= '9') return (int)(c - '0');
@@ -289,7 +429,8 @@ static int cadd_group(parser *p, cbuild *c, const group *g, int include_nul, int
         for (size_t k = 0; k < n0; k++) {
             uint32_t lo = t.r[2 * k], hi = t.r[2 * k + 1];
             for (uint32_t ch = lo; ch <= hi && ch < 0x80; ch++) {
-                uint32_t up = ch >= 'a' && ch <= 'z' ? ch - 32 : ch, low = ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
+                uint32_t up = ch >= 'a' && ch <= 'z' ? ch - 32 : ch,
+                         low = ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
                 if (up != ch && cadd(p, &t, up, up) < 0) return p->rc;
                 if (low != ch && cadd(p, &t, low, low) < 0) return p->rc;
                 if (low == 'k') has_k = 1;
@@ -406,7 +547,13 @@ static int parse_escape(parser *p, size_t i, uint32_t *ret, size_t *ret_next) {
     if (next_rune(p, t, &c, &w) < 0) return p->rc;
     t += w;
     switch (c) {
-    case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+    case '5':
+    case '6':
+    case '7':
         if (t >= p->n || p->s[t] < '0' || p->s[t] > '7') break;
         /* fallthrough */
     case '0': {
@@ -452,12 +599,30 @@ static int parse_escape(parser *p, size_t i, uint32_t *ret, size_t *ret_next) {
         *ret_next = t;
         return 0;
     }
-    case 'a': *ret = '\a'; *ret_next = t; return 0;
-    case 'f': *ret = '\f'; *ret_next = t; return 0;
-    case 'n': *ret = '\n'; *ret_next = t; return 0;
-    case 'r': *ret = '\r'; *ret_next = t; return 0;
-    case 't': *ret = '\t'; *ret_next = t; return 0;
-    case 'v': *ret = '\v'; *ret_next = t; return 0;
+    case 'a':
+        *ret = '\a';
+        *ret_next = t;
+        return 0;
+    case 'f':
+        *ret = '\f';
+        *ret_next = t;
+        return 0;
+    case 'n':
+        *ret = '\n';
+        *ret_next = t;
+        return 0;
+    case 'r':
+        *ret = '\r';
+        *ret_next = t;
+        return 0;
+    case 't':
+        *ret = '\t';
+        *ret_next = t;
+        return 0;
+    case 'v':
+        *ret = '\v';
+        *ret_next = t;
+        return 0;
     default:
         if (c < 0x80 && !isalnum_(c)) {
             *ret = c;
@@ -760,10 +925,22 @@ static int parse_perl_flags(parser *p, labels__rx_node **ret) {
         if (next_rune(p, t, &c, &w) < 0) return p->rc;
         t += w;
         switch (c) {
-        case 'i': flags |= F_FOLD; saw = 1; continue;
-        case 'm': flags &= ~(unsigned)F_ONELINE; saw = 1; continue;
-        case 's': flags |= F_DOTNL; saw = 1; continue;
-        case 'U': flags |= F_NONGREEDY; saw = 1; continue;
+        case 'i':
+            flags |= F_FOLD;
+            saw = 1;
+            continue;
+        case 'm':
+            flags &= ~(unsigned)F_ONELINE;
+            saw = 1;
+            continue;
+        case 's':
+            flags |= F_DOTNL;
+            saw = 1;
+            continue;
+        case 'U':
+            flags |= F_NONGREEDY;
+            saw = 1;
+            continue;
         case '-':
             if (sign < 0) break;
             sign = -1;

@@ -102,9 +102,13 @@ size_t labels__utf8_invalid_at(const uint8_t *p, size_t n) {
     return n;
 }
 
-int labels_valid_utf8(base_str s) { return labels__utf8_invalid_at((const uint8_t *)s.p, s.n) == s.n; }
+int labels_valid_utf8(base_str s) {
+    return labels__utf8_invalid_at((const uint8_t *)s.p, s.n) == s.n;
+}
 
-static int is_alpha_(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_alpha_(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 
 int labels_valid_label_name(base_str s) {
     if (s.n == 0 || !is_alpha_(s.p[0])) return 0;
@@ -123,10 +127,10 @@ int labels_valid_metric_name(base_str s) {
 /* Code points above U+00FF that Go's unicode.IsPrint rejects (categories
  * Cc Cf Co Cs Zs Zl Zp and noncharacters), as sorted inclusive ranges. */
 static const uint32_t nonprint[][2] = {
-    {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},   {0x070F, 0x070F},   {0x08E2, 0x08E2},
-    {0x1680, 0x1680},   {0x180E, 0x180E},   {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x2064},
-    {0x2066, 0x206F},   {0x3000, 0x3000},   {0xD800, 0xF8FF},   {0xFDD0, 0xFDEF},   {0xFEFF, 0xFEFF},
-    {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x13438}, {0x1BCA0, 0x1BCA3},
+    {0x0600, 0x0605},   {0x061C, 0x061C},   {0x06DD, 0x06DD},   {0x070F, 0x070F},    {0x08E2, 0x08E2},
+    {0x1680, 0x1680},   {0x180E, 0x180E},   {0x2000, 0x200F},   {0x2028, 0x202F},    {0x205F, 0x2064},
+    {0x2066, 0x206F},   {0x3000, 0x3000},   {0xD800, 0xF8FF},   {0xFDD0, 0xFDEF},    {0xFEFF, 0xFEFF},
+    {0xFFF9, 0xFFFB},   {0x110BD, 0x110BD}, {0x110CD, 0x110CD}, {0x13430, 0x13438},  {0x1BCA0, 0x1BCA3},
     {0x1D173, 0x1D17A}, {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0x10FFFF},
 };
 
@@ -189,7 +193,8 @@ void labels_quote(base_buf *out, base_str s) {
                     char e[4] = {'\\', 'x', hexd[r >> 4], hexd[r & 15]};
                     base_buf_append(out, e, 4);
                 } else if (r < 0x10000) {
-                    char e[6] = {'\\', 'u', hexd[r >> 12], hexd[(r >> 8) & 15], hexd[(r >> 4) & 15], hexd[r & 15]};
+                    char e[6] = {'\\',        'u', hexd[r >> 12], hexd[(r >> 8) & 15], hexd[(r >> 4) & 15],
+                                 hexd[r & 15]};
                     base_buf_append(out, e, 6);
                 } else {
                     char e[10] = {'\\', 'U'};

@@ -531,8 +531,9 @@ typedef struct nvmlGpuInstanceProfileInfo_v2_st {
     unsigned long long memorySizeMB;
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE]; /* e.g. "MIG 1g.10gb" */
 } nvmlGpuInstanceProfileInfo_v2_t;
-#define nvmlGpuInstanceProfileInfo_v2 NVML_STRUCT_VERSION(nvmlGpuInstanceProfileInfo_v2_t, 2) /* 0x02000098  \
-                                                                                               */
+#define nvmlGpuInstanceProfileInfo_v2                                                                        \
+    NVML_STRUCT_VERSION(nvmlGpuInstanceProfileInfo_v2_t, 2) /* 0x02000098                                    \
+                                                             */
 
 typedef struct nvmlGridLicenseExpiry_st {
     unsigned int year;

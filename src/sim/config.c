@@ -77,36 +77,26 @@ const char *sim_workload_name(sim_workload w) {
 static int valid_start(unsigned slices, unsigned start) {
     switch (slices) {
     case 7:
-    case 4:
-        return start == 0;
-    case 3:
-        return start == 0 || start == 4;
-    case 2:
-        return start == 0 || start == 2 || start == 4;
-    case 1:
-        return start < 7;
-    default:
-        return 0;
+    case 4: return start == 0;
+    case 3: return start == 0 || start == 4;
+    case 2: return start == 0 || start == 2 || start == 4;
+    case 1: return start < 7;
+    default: return 0;
     }
 }
 
 unsigned sim__mig_gi_id(unsigned slices, unsigned start) {
     switch (slices) {
-    case 7:
-        return 0;
-    case 4:
-        return 1;
-    case 3:
-        return start == 0 ? 1 : 2;
-    case 2:
-        return 3 + start / 2;
-    default:
-        return 7 + start;
+    case 7: return 0;
+    case 4: return 1;
+    case 3: return start == 0 ? 1 : 2;
+    case 2: return 3 + start / 2;
+    default: return 7 + start;
     }
 }
 
-static int place(const sim_model *m, const sim_mig_layout *l, const unsigned *order, unsigned k, unsigned used,
-                 unsigned *start) {
+static int place(const sim_model *m, const sim_mig_layout *l, const unsigned *order, unsigned k,
+                 unsigned used, unsigned *start) {
     if (k == l->count) return 1;
     unsigned i = order[k];
     unsigned sl = m->mig_profiles[l->profile[i]].slices;
@@ -171,8 +161,11 @@ static int parse_profiles(const sim_model *m, const char *p, size_t n, sim_mig_l
         size_t tn = j - i;
         trim(&tok, &tn);
         const sim_mig_profile *prof = sim_mig_profile_find(m, tok, tn);
-        if (!prof) return set_err(err, errlen, BASE_E_INVAL, "unknown MIG profile \"%.*s\" for this GPU model", tok, tn);
-        if (l->count == SIM_MAX_MIG) return set_err(err, errlen, BASE_E_RANGE, "more than 7 MIG instances%.*s", "", 0);
+        if (!prof)
+            return set_err(err, errlen, BASE_E_INVAL, "unknown MIG profile \"%.*s\" for this GPU model", tok,
+                           tn);
+        if (l->count == SIM_MAX_MIG)
+            return set_err(err, errlen, BASE_E_RANGE, "more than 7 MIG instances%.*s", "", 0);
         unsigned idx = (unsigned)(prof - m->mig_profiles);
         if (idx < 32 && ++per_profile[idx] > prof->max_count)
             return set_err(err, errlen, BASE_E_RANGE, "too many instances of MIG profile %.*s", tok, tn);
@@ -181,12 +174,14 @@ static int parse_profiles(const sim_model *m, const char *p, size_t n, sim_mig_l
     }
     unsigned start[SIM_MAX_MIG];
     if (sim__mig_place(m, l, start) != 0)
-        return set_err(err, errlen, BASE_E_RANGE, "MIG instances \"%.*s\" do not fit on 7 compute slices", p, n);
+        return set_err(err, errlen, BASE_E_RANGE, "MIG instances \"%.*s\" do not fit on 7 compute slices", p,
+                       n);
     return 0;
 }
 
 int sim_config_set_mig(sim_config *cfg, const char *spec, size_t n, char *err, size_t errlen) {
-    if (!cfg || !cfg->model || (!spec && n)) return set_err(err, errlen, BASE_E_INVAL, "no model set%.*s", "", 0);
+    if (!cfg || !cfg->model || (!spec && n))
+        return set_err(err, errlen, BASE_E_INVAL, "no model set%.*s", "", 0);
     sim_mig_layout out[SIM_MAX_GPUS];
     memcpy(out, cfg->mig, sizeof out);
     size_t i = 0;
@@ -216,7 +211,8 @@ int sim_config_set_mig(sim_config *cfg, const char *spec, size_t n, char *err, s
             if (base_parse_u64(g, gn, &idx) != 0)
                 return set_err(err, errlen, BASE_E_PARSE, "bad GPU index \"%.*s\" in MIG spec", g, gn);
             if (idx >= cfg->gpu_count || idx >= SIM_MAX_GPUS)
-                return set_err(err, errlen, BASE_E_RANGE, "GPU index %.*s in MIG spec is out of range", g, gn);
+                return set_err(err, errlen, BASE_E_RANGE, "GPU index %.*s in MIG spec is out of range", g,
+                               gn);
             out[idx] = l;
         }
     }

@@ -16,20 +16,20 @@
 
 #include "sim/sim_int.h"
 
-#define COOL_RAMP_S 600.0
+#define COOL_RAMP_S       600.0
 #define COOL_SECOND_FAN_S 900.0
-#define LEAK_FILL_S 1800.0
-#define LEAK_RESTART_S 60.0
-#define LEAK_BASE 0.55
-#define STORM_PERIOD_S 240.0
-#define STORM_SPAN_S 10.0
-#define ECC_RATE0 0.05     /* correctable errors per second at onset */
-#define ECC_DOUBLING_S 300.0
-#define ECC_DBE_AFTER_S 1800.0
-#define ECC_PER_REMAP 500
-#define ECC_PER_RETIRE 2000
-#define REPLAY_RAMP_S 120.0
-#define REPLAY_RATE 2.0
+#define LEAK_FILL_S       1800.0
+#define LEAK_RESTART_S    60.0
+#define LEAK_BASE         0.55
+#define STORM_PERIOD_S    240.0
+#define STORM_SPAN_S      10.0
+#define ECC_RATE0         0.05 /* correctable errors per second at onset */
+#define ECC_DOUBLING_S    300.0
+#define ECC_DBE_AFTER_S   1800.0
+#define ECC_PER_REMAP     500
+#define ECC_PER_RETIRE    2000
+#define REPLAY_RAMP_S     120.0
+#define REPLAY_RATE       2.0
 
 static bool is_fault(const sim_node *n, unsigned g, sim_scenario s) {
     return n->cfg.scenario == s && g == n->cfg.fault_gpu;
@@ -159,7 +159,8 @@ static void apply_storm(sim_node *n, unsigned g, double t0, double t1) {
         unsigned count = 5 + (unsigned)(hb % 16);
         double at[20];
         for (unsigned i = 0; i < count; i++)
-            at[i] = tb + 0.05 + 9.9 * sim__unit(sim__hash(seed, g, SIM__CH_XID_BURST, ((uint64_t)b << 8) | (i + 1)));
+            at[i] = tb + 0.05 +
+                    9.9 * sim__unit(sim__hash(seed, g, SIM__CH_XID_BURST, ((uint64_t)b << 8) | (i + 1)));
         qsort(at, count, sizeof at[0], cmp_double);
         for (unsigned i = 0; i < count; i++) {
             if (at[i] <= t0 || at[i] > t1) continue;
@@ -205,16 +206,9 @@ static void apply_bus(sim_node *n, unsigned g, double t0, double t1) {
 void sim__scenario_apply(sim_node *n, unsigned g, double t0, double t1) {
     if (g != n->cfg.fault_gpu || n->gpu[g].lost) return;
     switch (n->cfg.scenario) {
-    case SIM_SCENARIO_ECC_DEGRADATION:
-        apply_ecc(n, g, t0, t1);
-        break;
-    case SIM_SCENARIO_XID_STORM:
-        apply_storm(n, g, t0, t1);
-        break;
-    case SIM_SCENARIO_FELL_OFF_BUS:
-        apply_bus(n, g, t0, t1);
-        break;
-    default:
-        break;
+    case SIM_SCENARIO_ECC_DEGRADATION: apply_ecc(n, g, t0, t1); break;
+    case SIM_SCENARIO_XID_STORM: apply_storm(n, g, t0, t1); break;
+    case SIM_SCENARIO_FELL_OFF_BUS: apply_bus(n, g, t0, t1); break;
+    default: break;
     }
 }

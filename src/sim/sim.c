@@ -32,15 +32,16 @@
 
 /* What a GPU (or MIG instance) is doing at one moment. */
 typedef struct work {
-    double util;       /* percent */
-    double intensity;  /* power per unit of utilisation, 0..1 */
+    double util;      /* percent */
+    double intensity; /* power per unit of utilisation, 0..1 */
     double act[SIM_ACT__COUNT];
-    double mem_frac;   /* fraction of usable memory the job holds */
+    double mem_frac;         /* fraction of usable memory the job holds */
     double pcie_rx, pcie_tx; /* bytes/s */
-    double nvl_frac;   /* fraction of NVLink bandwidth per direction */
+    double nvl_frac;         /* fraction of NVLink bandwidth per direction */
 } work;
 
-static void activity_from(work *w, double tensor, double dram, double fp16, double fp32, double fp64, double occ) {
+static void activity_from(work *w, double tensor, double dram, double fp16, double fp32, double fp64,
+                          double occ) {
     double sm = sim__clamp(w->util / 100.0 * 0.93, 0, 1);
     w->act[SIM_ACT_GRAPHICS] = sim__clamp(w->util / 100.0, 0, 1);
     w->act[SIM_ACT_SM] = sm;
@@ -263,7 +264,8 @@ static void gpu_substep(sim_node *n, unsigned g, double t0, double t1, bool accu
     sim__env env = sim__scenario_env(n, g, t1);
     double limit = s->power_limit_mw / 1000.0;
     double idle_w = m->power_idle_w * n->p_scale[g];
-    double a = w.util / 100.0 * w.intensity * (1.0 + 0.04 * sim__smooth_noise(c->seed, g, SIM__CH_POWER, t1 / 3.0));
+    double a =
+        w.util / 100.0 * w.intensity * (1.0 + 0.04 * sim__smooth_noise(c->seed, g, SIM__CH_POWER, t1 / 3.0));
     double dyn = a * (m->power_full_w - m->power_idle_w) * n->p_scale[g];
     bool idle = w.util < 3.0;
     uint64_t reasons = 0;
@@ -365,7 +367,7 @@ static void err_set(char *err, size_t errlen, const char *msg) {
 }
 
 static const unsigned hgx_bus[SIM_MAX_GPUS] = {0x1B, 0x43, 0x52, 0x61, 0x9D, 0xC3, 0xD1, 0xDF,
-                                                 0x0A, 0x2A, 0x3A, 0x4A, 0x8A, 0xAA, 0xBA, 0xCA};
+                                               0x0A, 0x2A, 0x3A, 0x4A, 0x8A, 0xAA, 0xBA, 0xCA};
 
 int sim_node_new(const sim_config *cfg, sim_node **ret, char *err, size_t errlen) {
     if (!cfg || !ret || !cfg->model) {
@@ -381,7 +383,8 @@ int sim_node_new(const sim_config *cfg, sim_node **ret, char *err, size_t errlen
         return BASE_E_INVAL;
     }
     if ((unsigned)cfg->scenario >= SIM_SCENARIO__COUNT || (unsigned)cfg->workload >= SIM_WORKLOAD__COUNT ||
-        !isfinite(cfg->onset_s) || !isfinite(cfg->lost_after_s) || cfg->onset_s < 0 || cfg->lost_after_s < 0) {
+        !isfinite(cfg->onset_s) || !isfinite(cfg->lost_after_s) || cfg->onset_s < 0 ||
+        cfg->lost_after_s < 0) {
         err_set(err, errlen, "bad scenario, workload or times");
         return BASE_E_INVAL;
     }
@@ -450,7 +453,9 @@ int sim_node_new(const sim_config *cfg, sim_node **ret, char *err, size_t errlen
     return 0;
 }
 
-void sim_node_free(sim_node *n) { free(n); }
+void sim_node_free(sim_node *n) {
+    free(n);
+}
 
 int sim_node_step(sim_node *n, double t) {
     if (!n || !isfinite(t)) return BASE_E_INVAL;
@@ -471,9 +476,15 @@ int sim_node_step(sim_node *n, double t) {
     return 0;
 }
 
-double sim_node_time(const sim_node *n) { return n->t; }
-const sim_config *sim_node_config(const sim_node *n) { return &n->cfg; }
-unsigned sim_node_gpu_count(const sim_node *n) { return n->cfg.gpu_count; }
+double sim_node_time(const sim_node *n) {
+    return n->t;
+}
+const sim_config *sim_node_config(const sim_node *n) {
+    return &n->cfg;
+}
+unsigned sim_node_gpu_count(const sim_node *n) {
+    return n->cfg.gpu_count;
+}
 
 const sim_gpu_state *sim_node_gpu(const sim_node *n, unsigned i) {
     return n && i < n->cfg.gpu_count ? &n->gpu[i] : NULL;
@@ -494,9 +505,12 @@ void sim__emit_xid(sim_node *n, unsigned g, double t, unsigned xid, unsigned gi,
     n->gpu[g].xid_count++;
 }
 
-uint64_t sim_node_event_next(const sim_node *n) { return n->next_seq; }
+uint64_t sim_node_event_next(const sim_node *n) {
+    return n->next_seq;
+}
 
-size_t sim_node_events(const sim_node *n, uint64_t *cursor, sim_xid_event *out, size_t max, uint64_t *ret_dropped) {
+size_t sim_node_events(const sim_node *n, uint64_t *cursor, sim_xid_event *out, size_t max,
+                       uint64_t *ret_dropped) {
     uint64_t oldest = n->next_seq > SIM_EVENT_RING ? n->next_seq - SIM_EVENT_RING : 0;
     uint64_t cur = *cursor, dropped = 0;
     if (cur < oldest) {
@@ -527,7 +541,8 @@ static int fmt_uuid(char *buf, size_t len, const char *prefix, uint64_t h1, uint
     return put(buf, len,
                snprintf(buf, len, "%s-5151%04x-%04x-4%03x-%04x-%012llx", prefix, (unsigned)(h1 & 0xFFFF),
                         (unsigned)((h1 >> 16) & 0xFFFF), (unsigned)((h1 >> 32) & 0xFFF),
-                        (unsigned)(0x8000 | ((h1 >> 44) & 0x3FFF)), (unsigned long long)(h2 & 0xFFFFFFFFFFFFULL)));
+                        (unsigned)(0x8000 | ((h1 >> 44) & 0x3FFF)),
+                        (unsigned long long)(h2 & 0xFFFFFFFFFFFFULL)));
 }
 
 int sim_gpu_uuid(const sim_node *n, unsigned gpu, char *buf, size_t len) {
@@ -549,7 +564,8 @@ int sim_gpu_serial(const sim_node *n, unsigned gpu, char *buf, size_t len) {
     return put(buf, len, snprintf(buf, len, "SIM%08llu%02u", node, gpu));
 }
 
-int sim_gpu_pci(const sim_node *n, unsigned gpu, unsigned *ret_domain, unsigned *ret_bus, unsigned *ret_device) {
+int sim_gpu_pci(const sim_node *n, unsigned gpu, unsigned *ret_domain, unsigned *ret_bus,
+                unsigned *ret_device) {
     if (!n || gpu >= n->cfg.gpu_count) return BASE_E_INVAL;
     if (ret_domain) *ret_domain = 0;
     if (ret_bus) *ret_bus = hgx_bus[gpu];

@@ -65,12 +65,12 @@
  * simulated libnvidia-ml.so.1) does not re-export them. */
 #pragma GCC visibility push(hidden)
 
-#define SIM_MAX_GPUS 16
-#define SIM_MAX_MIG 7       /* MIG devices per GPU */
-#define SIM_MAX_NVLINKS 18  /* Hopper has 18 */
-#define SIM_MAX_PROCS 8     /* processes per GPU */
-#define SIM_EVENT_RING 1024 /* XID events kept per node */
-#define SIM_SUBSTEP_S 2.0   /* largest internal integration step */
+#define SIM_MAX_GPUS    16
+#define SIM_MAX_MIG     7    /* MIG devices per GPU */
+#define SIM_MAX_NVLINKS 18   /* Hopper has 18 */
+#define SIM_MAX_PROCS   8    /* processes per GPU */
+#define SIM_EVENT_RING  1024 /* XID events kept per node */
+#define SIM_SUBSTEP_S   2.0  /* largest internal integration step */
 
 /* ------------------------------------------------------------------------ */
 /* GPU models                                                                */
@@ -86,23 +86,23 @@ typedef enum sim_model_id {
 
 /* A GPU-instance profile (nvidia-smi mig -lgip). */
 typedef struct sim_mig_profile {
-    const char *name;       /* "3g.40gb" */
-    unsigned nvml_profile;  /* NVML_GPU_INSTANCE_PROFILE_* index (0 = 1 slice, ...) */
-    unsigned profile_id;    /* the GI profile id ("ID" column: 19, 15, 14, 9, 5, 0) */
-    unsigned slices;        /* compute slices out of 7 */
-    unsigned max_count;     /* instances of this profile that fit */
-    unsigned mem_mib;       /* memory of one instance */
-    unsigned sm_count;      /* multiprocessors */
+    const char *name;      /* "3g.40gb" */
+    unsigned nvml_profile; /* NVML_GPU_INSTANCE_PROFILE_* index (0 = 1 slice, ...) */
+    unsigned profile_id;   /* the GI profile id ("ID" column: 19, 15, 14, 9, 5, 0) */
+    unsigned slices;       /* compute slices out of 7 */
+    unsigned max_count;    /* instances of this profile that fit */
+    unsigned mem_mib;      /* memory of one instance */
+    unsigned sm_count;     /* multiprocessors */
     unsigned copy_engines, decoders, encoders, jpegs, ofas;
 } sim_mig_profile;
 
 typedef struct sim_model {
     sim_model_id id;
-    const char *key;        /* "h100" */
-    const char *name;       /* NVML's name: "NVIDIA H100 80GB HBM3" */
-    const char *vbios;      /* "96.00.99.00.02" */
+    const char *key;                                       /* "h100" */
+    const char *name;                                      /* NVML's name: "NVIDIA H100 80GB HBM3" */
+    const char *vbios;                                     /* "96.00.99.00.02" */
     const char *inforom_image, *inforom_oem, *inforom_ecc; /* NULL = not supported */
-    unsigned brand;         /* nvmlBrandType_t value */
+    unsigned brand;                                        /* nvmlBrandType_t value */
     unsigned arch;          /* nvmlDeviceArchitecture_t value (7 Ampere, 8 Ada, 9 Hopper) */
     unsigned pci_device_id; /* (device << 16) | 0x10de */
     unsigned pci_subsystem_id;
@@ -115,18 +115,18 @@ typedef struct sim_model {
     unsigned mem_clock_max_mhz, mem_clock_idle_mhz, video_clock_max_mhz;
     unsigned temp_shutdown_c, temp_slowdown_c, temp_max_op_c; /* die */
     unsigned temp_mem_max_c;                                  /* 0 = no memory sensor */
-    double r_die, r_mem;     /* degC per W above inlet at full cooling */
+    double r_die, r_mem;                                      /* degC per W above inlet at full cooling */
     double tau_die_s, tau_mem_s;
     unsigned nvlink_count;
     double nvlink_link_gbps; /* GB/s per direction per link */
     unsigned num_fans;
     unsigned encoders, decoders;
     unsigned sm_count;
-    bool has_mem_temp;      /* HBM memory temperature sensor */
+    bool has_mem_temp; /* HBM memory temperature sensor */
     bool has_ecc;
-    bool has_gpm;           /* Hopper+ */
-    bool has_remapping;     /* row remapping (Ampere+) */
-    bool has_retirement;    /* dynamic page retirement */
+    bool has_gpm;        /* Hopper+ */
+    bool has_remapping;  /* row remapping (Ampere+) */
+    bool has_retirement; /* dynamic page retirement */
     const sim_mig_profile *mig_profiles;
     unsigned mig_profile_count; /* 0 = not MIG capable */
 } sim_model;
@@ -167,9 +167,9 @@ int sim_workload_parse(const char *s, size_t n, sim_workload *ret);
 const char *sim_workload_name(sim_workload w);
 
 typedef struct sim_mig_layout {
-    bool enabled;                    /* MIG mode on (possibly with no instances) */
-    unsigned count;                  /* GPU instances, one compute instance each */
-    unsigned profile[SIM_MAX_MIG];   /* indexes into model->mig_profiles */
+    bool enabled;                  /* MIG mode on (possibly with no instances) */
+    unsigned count;                /* GPU instances, one compute instance each */
+    unsigned profile[SIM_MAX_MIG]; /* indexes into model->mig_profiles */
 } sim_mig_layout;
 
 typedef struct sim_config {
@@ -179,9 +179,9 @@ typedef struct sim_config {
     sim_scenario scenario;
     sim_workload workload;
     uint64_t seed;
-    unsigned fault_gpu;      /* the GPU the scenario breaks */
-    double onset_s;          /* model time the failure starts (default 60) */
-    double lost_after_s;     /* fell-off-bus: model time of the loss (default 300) */
+    unsigned fault_gpu;  /* the GPU the scenario breaks */
+    double onset_s;      /* model time the failure starts (default 60) */
+    double lost_after_s; /* fell-off-bus: model time of the loss (default 300) */
     sim_mig_layout mig[SIM_MAX_GPUS];
 } sim_config;
 
@@ -211,44 +211,57 @@ typedef enum sim_act {
     SIM_ACT_FP32,
     SIM_ACT_FP16,
     SIM_ACT_INT,
-    SIM_ACT_DEC,      /* video decoder */
-    SIM_ACT_ENC,      /* video encoder */
+    SIM_ACT_DEC, /* video decoder */
+    SIM_ACT_ENC, /* video encoder */
     SIM_ACT__COUNT
 } sim_act;
 
 /* Clock-event (throttle) reason bits, NVML's values. */
-#define SIM_REASON_GPU_IDLE 0x1ULL
-#define SIM_REASON_SW_POWER_CAP 0x4ULL
-#define SIM_REASON_HW_SLOWDOWN 0x8ULL
-#define SIM_REASON_SW_THERMAL 0x20ULL
-#define SIM_REASON_HW_THERMAL 0x40ULL
+#define SIM_REASON_GPU_IDLE       0x1ULL
+#define SIM_REASON_SW_POWER_CAP   0x4ULL
+#define SIM_REASON_HW_SLOWDOWN    0x8ULL
+#define SIM_REASON_SW_THERMAL     0x20ULL
+#define SIM_REASON_HW_THERMAL     0x40ULL
 #define SIM_REASON_HW_POWER_BRAKE 0x80ULL
-#define SIM_REASONS_SUPPORTED 0x1EFULL /* every bit NVML defines up to 0x100, but 0x10 sync boost */
+#define SIM_REASONS_SUPPORTED     0x1EFULL /* every bit NVML defines up to 0x100, but 0x10 sync boost */
 
 /* Violation policies, NVML_PERF_POLICY_* order. */
-enum { SIM_VIOL_POWER, SIM_VIOL_THERMAL, SIM_VIOL_SYNC_BOOST, SIM_VIOL_BOARD_LIMIT,
-       SIM_VIOL_LOW_UTIL, SIM_VIOL_RELIABILITY, SIM_VIOL__COUNT };
+enum {
+    SIM_VIOL_POWER,
+    SIM_VIOL_THERMAL,
+    SIM_VIOL_SYNC_BOOST,
+    SIM_VIOL_BOARD_LIMIT,
+    SIM_VIOL_LOW_UTIL,
+    SIM_VIOL_RELIABILITY,
+    SIM_VIOL__COUNT
+};
 
 /* NVLink error counters, nvmlNvLinkErrorCounter_t order. */
-enum { SIM_NVL_REPLAY, SIM_NVL_RECOVERY, SIM_NVL_CRC_FLIT, SIM_NVL_CRC_DATA, SIM_NVL_ECC_DATA,
-       SIM_NVL__COUNT };
+enum {
+    SIM_NVL_REPLAY,
+    SIM_NVL_RECOVERY,
+    SIM_NVL_CRC_FLIT,
+    SIM_NVL_CRC_DATA,
+    SIM_NVL_ECC_DATA,
+    SIM_NVL__COUNT
+};
 
 typedef struct sim_mig_state {
     const sim_mig_profile *profile;
-    unsigned gi_id, ci_id;   /* GPU / compute instance ids */
-    unsigned start;          /* placement: first compute slice */
+    unsigned gi_id, ci_id; /* GPU / compute instance ids */
+    unsigned start;        /* placement: first compute slice */
     uint64_t mem_total_bytes, mem_used_bytes;
-    double util;                       /* percent */
-    double act[SIM_ACT__COUNT];        /* ratios */
-    double act_int[SIM_ACT__COUNT];    /* ratio-seconds since creation */
+    double util;                    /* percent */
+    double act[SIM_ACT__COUNT];     /* ratios */
+    double act_int[SIM_ACT__COUNT]; /* ratio-seconds since creation */
 } sim_mig_state;
 
 typedef struct sim_process {
-    unsigned slot;         /* stable identity; callers map it to a pid */
-    int mig;               /* MIG device index, -1 = whole GPU */
+    unsigned slot; /* stable identity; callers map it to a pid */
+    int mig;       /* MIG device index, -1 = whole GPU */
     uint64_t used_bytes;
     double sm_util, mem_util, enc_util, dec_util; /* percent */
-    double started_at;     /* model time */
+    double started_at;                            /* model time */
 } sim_process;
 
 typedef struct sim_gpu_state {
@@ -271,18 +284,18 @@ typedef struct sim_gpu_state {
 
     /* thermal (degC) and cooling */
     double temp_gpu, temp_mem, temp_inlet;
-    double cooling;   /* cooling capacity, 1 = nominal */
+    double cooling; /* cooling capacity, 1 = nominal */
     double fan_pct;
 
     /* power */
-    double power_w;         /* 1 s average as NVML reports it */
-    double power_inst_w;    /* instantaneous */
-    double energy_mj;       /* since the node was created */
+    double power_w;      /* 1 s average as NVML reports it */
+    double power_inst_w; /* instantaneous */
+    double energy_mj;    /* since the node was created */
     unsigned power_limit_mw;
 
     /* clocks (MHz) and their limits */
     double clock_sm, clock_mem, clock_video;
-    uint64_t reasons;                    /* SIM_REASON_* bits now */
+    uint64_t reasons; /* SIM_REASON_* bits now */
     uint64_t violation_ns[SIM_VIOL__COUNT];
     uint64_t sw_thermal_ns, hw_thermal_ns, hw_power_brake_ns;
 
@@ -313,14 +326,14 @@ typedef struct sim_gpu_state {
     double therm_cap_w_;     /* thermal controller's power cap */
     uint64_t ecc_sbe_model_; /* scenario SBE count already applied */
     bool dbe_done_;
-    double replay_ramp_;     /* fell-off-bus replays already applied (fractional) */
-    unsigned bg_replay_;     /* background PCIe replays already applied */
-    uint64_t bg_nvl_;        /* background NVLink CRC errors already applied */
+    double replay_ramp_; /* fell-off-bus replays already applied (fractional) */
+    unsigned bg_replay_; /* background PCIe replays already applied */
+    uint64_t bg_nvl_;    /* background NVLink CRC errors already applied */
 } sim_gpu_state;
 
 typedef struct sim_xid_event {
-    uint64_t seq;       /* 0, 1, 2, ... per node */
-    double t;           /* model time */
+    uint64_t seq; /* 0, 1, 2, ... per node */
+    double t;     /* model time */
     unsigned gpu;
     unsigned xid;
     unsigned gi_id, ci_id; /* 0xFFFFFFFF = whole GPU */

@@ -52,7 +52,9 @@ static inline uint64_t sim__hash(uint64_t seed, uint64_t a, uint64_t b, uint64_t
     return sim__mix(h ^ (c * 0xA0761D6478BD642FULL));
 }
 
-static inline double sim__unit(uint64_t h) { return (double)(h >> 11) * (1.0 / 9007199254740992.0); }
+static inline double sim__unit(uint64_t h) {
+    return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
 
 /* Triangular noise in (-1, 1), mean 0. */
 static inline double sim__noise(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
@@ -69,7 +71,9 @@ static inline double sim__smooth_noise(uint64_t seed, uint64_t a, uint64_t b, do
     return (1.0 - w) * sim__noise(seed, a, b, k) + w * sim__noise(seed, a, b, k + 1);
 }
 
-static inline double sim__clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline double sim__clamp(double v, double lo, double hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
 
 /* Exact first-order lag: moves x towards target over dt with time constant tau. */
 static inline double sim__lag(double x, double target, double dt, double tau) {
@@ -78,8 +82,8 @@ static inline double sim__lag(double x, double target, double dt, double tau) {
 
 struct sim_node {
     sim_config cfg;
-    double t;                 /* model time of the state */
-    double phase_s;           /* the training job's phase offset */
+    double t;       /* model time of the state */
+    double phase_s; /* the training job's phase offset */
     sim_gpu_state gpu[SIM_MAX_GPUS];
     double r_scale[SIM_MAX_GPUS];    /* per-board thermal variation */
     double p_scale[SIM_MAX_GPUS];    /* per-board power variation */

@@ -70,7 +70,8 @@ static const struct {
     {NVML_ERROR_GPU_IS_LOST, "GPU_IS_LOST", "GPU is lost"},
     {NVML_ERROR_RESET_REQUIRED, "RESET_REQUIRED", "GPU requires restart"},
     {NVML_ERROR_OPERATING_SYSTEM, "OPERATING_SYSTEM", "The operating system has blocked the request."},
-    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, "LIB_RM_VERSION_MISMATCH", "RM has detected an NVML/RM version mismatch."},
+    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, "LIB_RM_VERSION_MISMATCH",
+     "RM has detected an NVML/RM version mismatch."},
     {NVML_ERROR_IN_USE, "IN_USE", "In use by another client"},
     {NVML_ERROR_MEMORY, "MEMORY", "Insufficient Memory"},
     {NVML_ERROR_NO_DATA, "NO_DATA", "No data"},
@@ -122,7 +123,9 @@ nvmlReturn_t simnvml__leave(nvmlReturn_t r) {
     return r;
 }
 
-double simnvml__model_now(void) { return (double)(base_mono_ns() - C.t0_ns) * 1e-9 * C.scale; }
+double simnvml__model_now(void) {
+    return (double)(base_mono_ns() - C.t0_ns) * 1e-9 * C.scale;
+}
 
 int64_t simnvml__unix_us(void) {
     struct timespec ts;
@@ -187,7 +190,9 @@ nvmlReturn_t simnvml__enter_dev(nvmlDevice_t device, int flags, simnvml_dev *ret
     return NVML_SUCCESS;
 }
 
-unsigned simnvml__pid(unsigned gpu, unsigned k) { return C.pids[(gpu + k) % C.npids]; }
+unsigned simnvml__pid(unsigned gpu, unsigned k) {
+    return C.pids[(gpu + k) % C.npids];
+}
 
 nvmlReturn_t simnvml__copy_str(char *buf, unsigned len, const char *s) {
     if (!buf) return NVML_ERROR_INVALID_ARGUMENT;
@@ -211,7 +216,8 @@ static int env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *ret) {
     const char *v = getenv(var);
     if (!v || !*v) return 0;
     uint64_t x;
-    if (base_parse_u64(v, strlen(v), &x) != 0 || x < lo || x > hi) return cfg_fail(var, v, "not a number in range");
+    if (base_parse_u64(v, strlen(v), &x) != 0 || x < lo || x > hi)
+        return cfg_fail(var, v, "not a number in range");
     *ret = x;
     return 1;
 }
@@ -220,7 +226,8 @@ static int env_double(const char *var, double lo, double hi, double *ret) {
     const char *v = getenv(var);
     if (!v || !*v) return 0;
     double x;
-    if (base_parse_double(v, strlen(v), &x) != 0 || !(x >= lo && x <= hi)) return cfg_fail(var, v, "not a number in range");
+    if (base_parse_double(v, strlen(v), &x) != 0 || !(x >= lo && x <= hi))
+        return cfg_fail(var, v, "not a number in range");
     *ret = x;
     return 1;
 }
@@ -284,7 +291,8 @@ static int build_node(void) {
     if (rc) cfg.seed = u;
     if ((rc = env_u64("KELVIN_SIM_FAULT_GPU", 0, SIM_MAX_GPUS - 1, &u)) < 0) return -1;
     if (rc) cfg.fault_gpu = (unsigned)u;
-    if (cfg.gpu_count && cfg.fault_gpu >= cfg.gpu_count) return cfg_fail("KELVIN_SIM_FAULT_GPU", "", "no such GPU");
+    if (cfg.gpu_count && cfg.fault_gpu >= cfg.gpu_count)
+        return cfg_fail("KELVIN_SIM_FAULT_GPU", "", "no such GPU");
     C.scale = 1.0;
     if (env_double("KELVIN_SIM_TIME_SCALE", 1e-3, 1e4, &C.scale) < 0) return -1;
     double d;
@@ -294,12 +302,14 @@ static int build_node(void) {
     cfg.onset_s = rc ? d * C.scale : cfg.onset_s;
     if ((v = getenv("KELVIN_SIM_MIG")) && *v) {
         char err[160];
-        if (sim_config_set_mig(&cfg, v, strlen(v), err, sizeof err) != 0) return cfg_fail("KELVIN_SIM_MIG", v, err);
+        if (sim_config_set_mig(&cfg, v, strlen(v), err, sizeof err) != 0)
+            return cfg_fail("KELVIN_SIM_MIG", v, err);
     }
     C.stride = 24;
     if ((rc = env_u64("KELVIN_SIM_PROCESS_STRIDE", 24, 32, &u)) < 0) return -1;
     if (rc) {
-        if (u != 24 && u != 32) return cfg_fail("KELVIN_SIM_PROCESS_STRIDE", getenv("KELVIN_SIM_PROCESS_STRIDE"), "24 or 32");
+        if (u != 24 && u != 32)
+            return cfg_fail("KELVIN_SIM_PROCESS_STRIDE", getenv("KELVIN_SIM_PROCESS_STRIDE"), "24 or 32");
         C.stride = (unsigned)u;
     }
     u = 0;
@@ -357,8 +367,12 @@ static nvmlReturn_t do_init(bool v1) {
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlInit_v2(void) { return do_init(false); }
-SIMNVML_API nvmlReturn_t nvmlInit(void) { return do_init(true); }
+SIMNVML_API nvmlReturn_t nvmlInit_v2(void) {
+    return do_init(false);
+}
+SIMNVML_API nvmlReturn_t nvmlInit(void) {
+    return do_init(true);
+}
 
 SIMNVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     if (flags & ~(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH)) return NVML_ERROR_INVALID_ARGUMENT;
@@ -416,8 +430,12 @@ static nvmlReturn_t get_count(unsigned int *count) {
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) { return get_count(deviceCount); }
-SIMNVML_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return get_count(deviceCount); }
+SIMNVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
+    return get_count(deviceCount);
+}
+SIMNVML_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) {
+    return get_count(deviceCount);
+}
 
 static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device) {
     nvmlReturn_t r = simnvml__enter();
@@ -447,7 +465,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_
         nvmlDevice_t found = NULL;
         if (sim_gpu_uuid(C.node, g, buf, sizeof buf) > 0 && strcmp(buf, uuid) == 0) found = &C.devs[g];
         for (unsigned k = 0; !found && k < s->mig_count; k++)
-            if (sim_mig_uuid(C.node, g, k, buf, sizeof buf) > 0 && strcmp(buf, uuid) == 0) found = &C.migs[g][k];
+            if (sim_mig_uuid(C.node, g, k, buf, sizeof buf) > 0 && strcmp(buf, uuid) == 0)
+                found = &C.migs[g][k];
         if (found) {
             if (s->lost) return simnvml__leave(NVML_ERROR_GPU_IS_LOST);
             *device = found;
@@ -465,7 +484,10 @@ static int parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *d
     unsigned long long v = 0;
     for (const char *p = s;; p++) {
         char c = *p;
-        int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int h = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (h >= 0) {
             if (++digits > 8) return 0;
             v = v * 16 + (unsigned)h;
@@ -489,7 +511,8 @@ static int parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *d
 SIMNVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device) {
     nvmlReturn_t r = simnvml__enter();
     if (r != NVML_SUCCESS) return r;
-    if (!pciBusId || !device || strnlen(pciBusId, 64) == 64) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!pciBusId || !device || strnlen(pciBusId, 64) == 64)
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     unsigned dom, bus, dv;
     if (!parse_bus_id(pciBusId, &dom, &bus, &dv)) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     simnvml__advance();

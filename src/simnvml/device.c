@@ -23,16 +23,18 @@
 #define C simnvml__ctx
 
 /* Shorthand for the common shape. */
-#define ENTER(dev, flags)                                           \
-    simnvml_dev d;                                                  \
-    nvmlReturn_t r_ = simnvml__enter_dev((dev), (flags), &d);       \
+#define ENTER(dev, flags)                                                                                    \
+    simnvml_dev d;                                                                                           \
+    nvmlReturn_t r_ = simnvml__enter_dev((dev), (flags), &d);                                                \
     if (r_ != NVML_SUCCESS) return r_
-#define OUT(p)                                                      \
-    do {                                                            \
-        if (!(p)) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT); \
+#define OUT(p)                                                                                               \
+    do {                                                                                                     \
+        if (!(p)) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);                                        \
     } while (0)
 
-static unsigned round_u(double v) { return v <= 0 ? 0u : (unsigned)(v + 0.5); }
+static unsigned round_u(double v) {
+    return v <= 0 ? 0u : (unsigned)(v + 0.5);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Identity                                                                  */
@@ -40,16 +42,20 @@ static unsigned round_u(double v) { return v <= 0 ? 0u : (unsigned)(v + 0.5); }
 SIMNVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
     ENTER(device, SIMNVML_ANY);
     char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    if (d.mig >= 0) sim_mig_uuid(C.node, d.gpu, (unsigned)d.mig, buf, sizeof buf);
-    else sim_gpu_uuid(C.node, d.gpu, buf, sizeof buf);
+    if (d.mig >= 0)
+        sim_mig_uuid(C.node, d.gpu, (unsigned)d.mig, buf, sizeof buf);
+    else
+        sim_gpu_uuid(C.node, d.gpu, buf, sizeof buf);
     return simnvml__leave(simnvml__copy_str(uuid, length, buf));
 }
 
 SIMNVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
     ENTER(device, SIMNVML_ANY);
     char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    if (d.mig >= 0) snprintf(buf, sizeof buf, "%s MIG %s", d.m->name, d.mi->profile->name);
-    else snprintf(buf, sizeof buf, "%s", d.m->name);
+    if (d.mig >= 0)
+        snprintf(buf, sizeof buf, "%s MIG %s", d.m->name, d.mi->profile->name);
+    else
+        snprintf(buf, sizeof buf, "%s", d.m->name);
     return simnvml__leave(simnvml__copy_str(name, length, buf));
 }
 
@@ -65,28 +71,24 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char *ve
     return simnvml__leave(simnvml__copy_str(version, length, d.m->vbios));
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object, char *version,
-                                                     unsigned int length) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, nvmlInforomObject_t object,
+                                                     char *version, unsigned int length) {
     ENTER(device, SIMNVML_GPU_ONLY);
     const char *v;
     switch (object) {
-    case NVML_INFOROM_OEM:
-        v = d.m->inforom_oem;
-        break;
-    case NVML_INFOROM_ECC:
-        v = d.m->has_ecc ? d.m->inforom_ecc : NULL;
-        break;
+    case NVML_INFOROM_OEM: v = d.m->inforom_oem; break;
+    case NVML_INFOROM_ECC: v = d.m->has_ecc ? d.m->inforom_ecc : NULL; break;
     case NVML_INFOROM_POWER:
         v = NULL; /* no power object on these boards */
         break;
-    default:
-        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    default: return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     }
     if (!v) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
     return simnvml__leave(simnvml__copy_str(version, length, v));
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *version, unsigned int length) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char *version,
+                                                          unsigned int length) {
     ENTER(device, SIMNVML_GPU_ONLY);
     return simnvml__leave(simnvml__copy_str(version, length, d.m->inforom_image));
 }
@@ -121,9 +123,15 @@ static nvmlReturn_t pci_info(nvmlDevice_t device, nvmlPciInfo_t *pci) {
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
-SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
-SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci) { return pci_info(device, pci); }
+SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    return pci_info(device, pci);
+}
+SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    return pci_info(device, pci);
+}
+SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    return pci_info(device, pci);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Clocks                                                                    */
@@ -131,38 +139,25 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t
 static int clock_now(const simnvml_dev *d, nvmlClockType_t type, unsigned *ret) {
     switch (type) {
     case NVML_CLOCK_GRAPHICS:
-    case NVML_CLOCK_SM:
-        *ret = round_u(d->s->clock_sm);
-        return 1;
-    case NVML_CLOCK_MEM:
-        *ret = round_u(d->s->clock_mem);
-        return 1;
-    case NVML_CLOCK_VIDEO:
-        *ret = round_u(d->s->clock_video);
-        return 1;
-    default:
-        return 0;
+    case NVML_CLOCK_SM: *ret = round_u(d->s->clock_sm); return 1;
+    case NVML_CLOCK_MEM: *ret = round_u(d->s->clock_mem); return 1;
+    case NVML_CLOCK_VIDEO: *ret = round_u(d->s->clock_video); return 1;
+    default: return 0;
     }
 }
 
 static int clock_max(const sim_model *m, nvmlClockType_t type, unsigned *ret) {
     switch (type) {
     case NVML_CLOCK_GRAPHICS:
-    case NVML_CLOCK_SM:
-        *ret = m->sm_clock_max_mhz;
-        return 1;
-    case NVML_CLOCK_MEM:
-        *ret = m->mem_clock_max_mhz;
-        return 1;
-    case NVML_CLOCK_VIDEO:
-        *ret = m->video_clock_max_mhz;
-        return 1;
-    default:
-        return 0;
+    case NVML_CLOCK_SM: *ret = m->sm_clock_max_mhz; return 1;
+    case NVML_CLOCK_MEM: *ret = m->mem_clock_max_mhz; return 1;
+    case NVML_CLOCK_VIDEO: *ret = m->video_clock_max_mhz; return 1;
+    default: return 0;
     }
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                unsigned int *clock) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(clock);
     unsigned v;
@@ -171,7 +166,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockTy
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                   unsigned int *clock) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(clock);
     unsigned v;
@@ -180,26 +176,22 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlCloc
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType, nvmlClockId_t clockId,
-                                            unsigned int *clockMHz) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t clockType,
+                                            nvmlClockId_t clockId, unsigned int *clockMHz) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(clockMHz);
     unsigned v;
     int ok;
     switch (clockId) {
-    case NVML_CLOCK_ID_CURRENT:
-        ok = clock_now(&d, clockType, &v);
-        break;
+    case NVML_CLOCK_ID_CURRENT: ok = clock_now(&d, clockType, &v); break;
     case NVML_CLOCK_ID_APP_CLOCK_TARGET:
     case NVML_CLOCK_ID_APP_CLOCK_DEFAULT:
         ok = clock_max(d.m, clockType, &v);
-        if (ok && (clockType == NVML_CLOCK_SM || clockType == NVML_CLOCK_GRAPHICS)) v = d.m->sm_clock_base_mhz;
+        if (ok && (clockType == NVML_CLOCK_SM || clockType == NVML_CLOCK_GRAPHICS))
+            v = d.m->sm_clock_base_mhz;
         break;
-    case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX:
-        ok = clock_max(d.m, clockType, &v);
-        break;
-    default:
-        ok = 0;
+    case NVML_CLOCK_ID_CUSTOMER_BOOST_MAX: ok = clock_max(d.m, clockType, &v); break;
+    default: ok = 0;
     }
     if (!ok) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     *clockMHz = v;
@@ -213,7 +205,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, nvmlClockType_t
 SIMNVML_API nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temperature) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(temperature);
-    if (temperature->version != nvmlTemperature_v1) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (temperature->version != nvmlTemperature_v1)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     if (temperature->sensorType != NVML_TEMPERATURE_GPU) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     temperature->temperature = (int)lround(d.s->temp_gpu);
     return simnvml__leave(NVML_SUCCESS);
@@ -239,7 +232,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned i
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *energy) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                             unsigned long long *energy) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(energy);
     *energy = (unsigned long long)d.s->energy_mj;
@@ -260,14 +254,16 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, un
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int *defaultLimit) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                                  unsigned int *defaultLimit) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(defaultLimit);
     *defaultLimit = d.m->power_limit_mw;
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int *minLimit,
+SIMNVML_API nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
+                                                                      unsigned int *minLimit,
                                                                       unsigned int *maxLimit) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(minLimit && maxLimit);
@@ -364,23 +360,24 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t dev
                                                                 unsigned long long *clocksEventReasons) {
     return reasons(device, clocksEventReasons, false);
 }
-SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device,
-                                                                  unsigned long long *supportedClocksEventReasons) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(
+    nvmlDevice_t device, unsigned long long *supportedClocksEventReasons) {
     return reasons(device, supportedClocksEventReasons, true);
 }
 #endif
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
-                                                                   unsigned long long *clocksThrottleReasons) {
+SIMNVML_API nvmlReturn_t
+nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *clocksThrottleReasons) {
     return reasons(device, clocksThrottleReasons, false);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device,
-                                                                     unsigned long long *supportedClocksThrottleReasons) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(
+    nvmlDevice_t device, unsigned long long *supportedClocksThrottleReasons) {
     return reasons(device, supportedClocksThrottleReasons, true);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlPerfPolicyType_t perfPolicyType,
+SIMNVML_API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device,
+                                                      nvmlPerfPolicyType_t perfPolicyType,
                                                       nvmlViolationTime_t *violTime) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(violTime);
@@ -389,7 +386,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlP
         violTime->violationTime = d.s->violation_ns[perfPolicyType];
         return simnvml__leave(NVML_SUCCESS);
     }
-    if (perfPolicyType == NVML_PERF_POLICY_TOTAL_APP_CLOCKS || perfPolicyType == NVML_PERF_POLICY_TOTAL_BASE_CLOCKS)
+    if (perfPolicyType == NVML_PERF_POLICY_TOTAL_APP_CLOCKS ||
+        perfPolicyType == NVML_PERF_POLICY_TOTAL_BASE_CLOCKS)
         return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
     return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
 }
@@ -397,7 +395,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, nvmlP
 /* ------------------------------------------------------------------------ */
 /* ECC, page retirement, row remapping                                       */
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current,
+                                              nvmlEnableState_t *pending) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(current && pending);
     if (!d.m->has_ecc) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
@@ -406,14 +405,17 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableSta
 }
 
 SIMNVML_API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
-                                                     nvmlEccCounterType_t counterType, unsigned long long *eccCounts) {
+                                                     nvmlEccCounterType_t counterType,
+                                                     unsigned long long *eccCounts) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(eccCounts);
-    if ((unsigned)errorType >= NVML_MEMORY_ERROR_TYPE_COUNT || (unsigned)counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
+    if ((unsigned)errorType >= NVML_MEMORY_ERROR_TYPE_COUNT ||
+        (unsigned)counterType >= NVML_ECC_COUNTER_TYPE_COUNT)
         return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     if (!d.m->has_ecc) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
     bool unc = errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED, agg = counterType == NVML_AGGREGATE_ECC;
-    *eccCounts = unc ? (agg ? d.s->ecc_dbe_agg : d.s->ecc_dbe_vol) : (agg ? d.s->ecc_sbe_agg : d.s->ecc_sbe_vol);
+    *eccCounts =
+        unc ? (agg ? d.s->ecc_dbe_agg : d.s->ecc_dbe_vol) : (agg ? d.s->ecc_sbe_agg : d.s->ecc_sbe_vol);
     return simnvml__leave(NVML_SUCCESS);
 }
 
@@ -421,21 +423,26 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPage
                                                    unsigned int *pageCount, unsigned long long *addresses) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(pageCount);
-    if ((unsigned)cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if ((unsigned)cause >= NVML_PAGE_RETIREMENT_CAUSE_COUNT)
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     if (!d.m->has_ecc || !d.m->has_retirement) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
-    unsigned n = cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? d.s->retired_dbe : d.s->retired_sbe;
+    unsigned n =
+        cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? d.s->retired_dbe : d.s->retired_sbe;
     if (*pageCount < n) {
         *pageCount = n;
         return simnvml__leave(NVML_ERROR_INSUFFICIENT_SIZE);
     }
     if (n && !addresses) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     for (unsigned i = 0; i < n; i++) /* page addresses: 4 KiB aligned, stable per (GPU, cause, i) */
-        addresses[i] = 0x100000000ULL + ((((unsigned long long)d.gpu * 977 + (unsigned)cause * 131 + i * 7919) % 0xFFFFF) << 12);
+        addresses[i] =
+            0x100000000ULL +
+            ((((unsigned long long)d.gpu * 977 + (unsigned)cause * 131 + i * 7919) % 0xFFFFF) << 12);
     *pageCount = n;
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *isPending) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
+                                                                nvmlEnableState_t *isPending) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(isPending);
     if (!d.m->has_ecc || !d.m->has_retirement) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
@@ -443,8 +450,9 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t dev
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
-                                                   unsigned int *isPending, unsigned int *failureOccurred) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows,
+                                                   unsigned int *uncRows, unsigned int *isPending,
+                                                   unsigned int *failureOccurred) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(corrRows && uncRows && isPending && failureOccurred);
     if (!d.m->has_remapping || (d.s->mig_enabled && d.s->mig_count))
@@ -470,16 +478,20 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPc
                                                      unsigned int *value) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(value);
-    if (counter == NVML_PCIE_UTIL_TX_BYTES) *value = round_u(d.s->pcie_tx_bps / 1024.0);
-    else if (counter == NVML_PCIE_UTIL_RX_BYTES) *value = round_u(d.s->pcie_rx_bps / 1024.0);
-    else return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (counter == NVML_PCIE_UTIL_TX_BYTES)
+        *value = round_u(d.s->pcie_tx_bps / 1024.0);
+    else if (counter == NVML_PCIE_UTIL_RX_BYTES)
+        *value = round_u(d.s->pcie_rx_bps / 1024.0);
+    else
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     return simnvml__leave(NVML_SUCCESS);
 }
 
 /* ------------------------------------------------------------------------ */
 /* NVLink                                                                    */
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                                  nvmlEnableState_t *isActive) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(isActive);
     if (link >= NVML_NVLINK_MAX_LINKS) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
@@ -512,7 +524,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int 
 }
 #endif
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int *speed) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan,
+                                                  unsigned int *speed) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(speed);
     if (d.m->num_fans == 0) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
@@ -532,8 +545,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int
 /* ------------------------------------------------------------------------ */
 /* vGPU licensing: bare metal, so no licensable features                     */
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(nvmlDevice_t device,
-                                                                nvmlGridLicensableFeatures_t *pGridLicensableFeatures) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetGridLicensableFeatures_v4(
+    nvmlDevice_t device, nvmlGridLicensableFeatures_t *pGridLicensableFeatures) {
     ENTER(device, SIMNVML_GPU_ONLY);
     OUT(pGridLicensableFeatures);
     memset(pGridLicensableFeatures, 0, sizeof *pGridLicensableFeatures);

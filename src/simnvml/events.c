@@ -46,7 +46,8 @@ void simnvml__free_events(void) {
     }
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                          unsigned long long *eventTypes) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
@@ -67,7 +68,8 @@ SIMNVML_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set) {
+SIMNVML_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes,
+                                                  nvmlEventSet_t set) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
@@ -126,7 +128,8 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
     }
 }
 
-SIMNVML_API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+SIMNVML_API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data,
+                                             unsigned int timeoutms) {
     return wait_event(set, data, timeoutms, true);
 }
 

@@ -74,8 +74,10 @@ static nvmlReturn_t one_field(const simnvml_dev *d, nvmlFieldValue_t *v) {
     case NVML_FI_DEV_RETIRED_DBE:
     case NVML_FI_DEV_RETIRED_PENDING:
         if (!m->has_ecc || !m->has_retirement) return NVML_ERROR_NOT_SUPPORTED;
-        if (v->fieldId == NVML_FI_DEV_RETIRED_PENDING) set_uint(v, s->retired_pending);
-        else set_ull(v, v->fieldId == NVML_FI_DEV_RETIRED_SBE ? s->retired_sbe : s->retired_dbe);
+        if (v->fieldId == NVML_FI_DEV_RETIRED_PENDING)
+            set_uint(v, s->retired_pending);
+        else
+            set_ull(v, v->fieldId == NVML_FI_DEV_RETIRED_SBE ? s->retired_sbe : s->retired_dbe);
         return NVML_SUCCESS;
     case NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
     case NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL:
@@ -109,19 +111,18 @@ static nvmlReturn_t one_field(const simnvml_dev *d, nvmlFieldValue_t *v) {
         if (!s->nvlink_count) return NVML_ERROR_NOT_SUPPORTED;
         set_uint(v, s->nvlink_count);
         return NVML_SUCCESS;
-    case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
-        set_uint(v, s->pcie_replay);
-        return NVML_SUCCESS;
+    case NVML_FI_DEV_PCIE_REPLAY_COUNTER: set_uint(v, s->pcie_replay); return NVML_SUCCESS;
     case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
     case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
     case NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX:
     case NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX: {
         if (!s->nvlink_count) return NVML_ERROR_NOT_SUPPORTED;
-        bool tx = v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
+        bool tx = v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ||
+                  v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
         bool raw = v->fieldId >= NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX;
         if (nvl_bytes(s, v->scopeId, tx, &x) != 0) return NVML_ERROR_INVALID_ARGUMENT;
         if (raw) x += x / 16; /* headers and flow control on the wire */
-        set_ull(v, x / 1024);  /* KiB */
+        set_ull(v, x / 1024); /* KiB */
         return NVML_SUCCESS;
     }
     case NVML_FI_DEV_REMAPPED_COR:
@@ -164,12 +165,12 @@ static nvmlReturn_t one_field(const simnvml_dev *d, nvmlFieldValue_t *v) {
         if (drv < 550) return NVML_ERROR_NOT_SUPPORTED;
         set_ull(v, s->hw_power_brake_ns);
         return NVML_SUCCESS;
-    default:
-        return NVML_ERROR_NOT_SUPPORTED;
+    default: return NVML_ERROR_NOT_SUPPORTED;
     }
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                                  nvmlFieldValue_t *values) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_ANY, &d);
     if (r != NVML_SUCCESS) return r;

@@ -48,7 +48,8 @@ SIMNVML_API nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmS
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_ANY, &d);
     if (r != NVML_SUCCESS) return r;
     if (!gpmSupport) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     gpmSupport->isSupportedDevice = d.m->has_gpm ? 1u : 0u;
     return simnvml__leave(NVML_SUCCESS);
 }
@@ -103,7 +104,8 @@ SIMNVML_API nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t g
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample) {
+SIMNVML_API nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                             nvmlGpmSample_t gpmSample) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
@@ -129,37 +131,45 @@ typedef struct metric_info {
 } metric_info;
 
 static const metric_info metrics[] = {
-    {NVML_GPM_METRIC_GRAPHICS_UTIL, SIM_ACT_GRAPHICS, 1.0, "gr_util", "Graphics/compute engine activity", "%"},
+    {NVML_GPM_METRIC_GRAPHICS_UTIL, SIM_ACT_GRAPHICS, 1.0, "gr_util", "Graphics/compute engine activity",
+     "%"},
     {NVML_GPM_METRIC_SM_UTIL, SIM_ACT_SM, 1.0, "sm_util", "SM activity", "%"},
     {NVML_GPM_METRIC_SM_OCCUPANCY, SIM_ACT_SM_OCC, 1.0, "sm_occupancy", "SM occupancy", "%"},
     {NVML_GPM_METRIC_INTEGER_UTIL, SIM_ACT_INT, 1.0, "integer_util", "Integer pipe activity", "%"},
     {NVML_GPM_METRIC_ANY_TENSOR_UTIL, SIM_ACT_TENSOR, 1.0, "any_tensor_util", "Tensor pipe activity", "%"},
-    {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, SIM_ACT_FP64, 0.5, "dfma_tensor_util", "DFMA tensor pipe activity", "%"},
-    {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, SIM_ACT_TENSOR, 0.95, "hmma_tensor_util", "HMMA tensor pipe activity", "%"},
-    {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, SIM_ACT_TENSOR, 0.05, "imma_tensor_util", "IMMA tensor pipe activity", "%"},
+    {NVML_GPM_METRIC_DFMA_TENSOR_UTIL, SIM_ACT_FP64, 0.5, "dfma_tensor_util", "DFMA tensor pipe activity",
+     "%"},
+    {NVML_GPM_METRIC_HMMA_TENSOR_UTIL, SIM_ACT_TENSOR, 0.95, "hmma_tensor_util", "HMMA tensor pipe activity",
+     "%"},
+    {NVML_GPM_METRIC_IMMA_TENSOR_UTIL, SIM_ACT_TENSOR, 0.05, "imma_tensor_util", "IMMA tensor pipe activity",
+     "%"},
     {NVML_GPM_METRIC_DRAM_BW_UTIL, SIM_ACT_DRAM, 1.0, "dram_bw_util", "DRAM bandwidth utilization", "%"},
     {NVML_GPM_METRIC_FP64_UTIL, SIM_ACT_FP64, 1.0, "fp64_util", "FP64 pipe activity", "%"},
     {NVML_GPM_METRIC_FP32_UTIL, SIM_ACT_FP32, 1.0, "fp32_util", "FP32 pipe activity", "%"},
     {NVML_GPM_METRIC_FP16_UTIL, SIM_ACT_FP16, 1.0, "fp16_util", "FP16 pipe activity", "%"},
     {NVML_GPM_METRIC_PCIE_TX_PER_SEC, -1, 0, "pcie_tx", "PCIe traffic from this GPU", "MiB/sec"},
     {NVML_GPM_METRIC_PCIE_RX_PER_SEC, -1, 0, "pcie_rx", "PCIe traffic to this GPU", "MiB/sec"},
-    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, -1, 0, "nvlink_rx", "NVLink read bandwidth for all links", "MiB/sec"},
-    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, -1, 0, "nvlink_tx", "NVLink write bandwidth for all links", "MiB/sec"},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, -1, 0, "nvlink_rx", "NVLink read bandwidth for all links",
+     "MiB/sec"},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, -1, 0, "nvlink_tx", "NVLink write bandwidth for all links",
+     "MiB/sec"},
 };
 
 static const metric_info dec_info = {0, SIM_ACT_DEC, 1.0, "nvdec_util", "NVDEC engine activity", "%"};
 static const metric_info jpg_info = {0, -1, 0, "nvjpg_util", "NVJPG engine activity", "%"};
 static const metric_info ofa_info = {0, -1, 0, "nvofa_util", "NVOFA engine activity", "%"};
-static const metric_info link_rx_info = {0, -1, 0, "nvlink_lN_rx", "NVLink read bandwidth for one link", "MiB/sec"};
-static const metric_info link_tx_info = {0, -1, 0, "nvlink_lN_tx", "NVLink write bandwidth for one link", "MiB/sec"};
+static const metric_info link_rx_info = {
+    0, -1, 0, "nvlink_lN_rx", "NVLink read bandwidth for one link", "MiB/sec"};
+static const metric_info link_tx_info = {
+    0, -1, 0, "nvlink_lN_tx", "NVLink write bandwidth for one link", "MiB/sec"};
 
 static double mib_rate(uint64_t a, uint64_t b, double dt) {
     return b >= a ? (double)(b - a) / 1048576.0 / dt : 0.0;
 }
 
 /* Fills one metric from samples a -> b. */
-static nvmlReturn_t one_metric(nvmlGpmMetric_t *mt, const struct nvmlGpmSample_st *a, const struct nvmlGpmSample_st *b,
-                               const sim_model *m) {
+static nvmlReturn_t one_metric(nvmlGpmMetric_t *mt, const struct nvmlGpmSample_st *a,
+                               const struct nvmlGpmSample_st *b, const sim_model *m) {
     double dt = b->t - a->t;
     unsigned id = mt->metricId;
     const metric_info *info = NULL;
@@ -172,12 +182,8 @@ static nvmlReturn_t one_metric(nvmlGpmMetric_t *mt, const struct nvmlGpmSample_s
         if (a->mig >= 0) return NVML_ERROR_NOT_SUPPORTED; /* bus traffic is per GPU */
         uint64_t ta = 0, tb = 0;
         switch (id) {
-        case NVML_GPM_METRIC_PCIE_TX_PER_SEC:
-            ta = a->pcie_tx, tb = b->pcie_tx;
-            break;
-        case NVML_GPM_METRIC_PCIE_RX_PER_SEC:
-            ta = a->pcie_rx, tb = b->pcie_rx;
-            break;
+        case NVML_GPM_METRIC_PCIE_TX_PER_SEC: ta = a->pcie_tx, tb = b->pcie_tx; break;
+        case NVML_GPM_METRIC_PCIE_RX_PER_SEC: ta = a->pcie_rx, tb = b->pcie_rx; break;
         default:
             if (!m->nvlink_count) return NVML_ERROR_NOT_SUPPORTED;
             for (unsigned l = 0; l < m->nvlink_count; l++) {
@@ -195,12 +201,14 @@ static nvmlReturn_t one_metric(nvmlGpmMetric_t *mt, const struct nvmlGpmSample_s
         info = &jpg_info;
     } else if (id == NVML_GPM_METRIC_NVOFA_0_UTIL) {
         info = &ofa_info;
-    } else if (id >= NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC && id < NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * SIM_MAX_NVLINKS) {
+    } else if (id >= NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC &&
+               id < NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * SIM_MAX_NVLINKS) {
         unsigned link = (id - NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC) / 2;
         bool tx = (id - NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC) % 2 == 1;
         if (a->mig >= 0 || link >= m->nvlink_count) return NVML_ERROR_NOT_SUPPORTED;
         info = tx ? &link_tx_info : &link_rx_info;
-        v = tx ? mib_rate(a->nvl_tx[link], b->nvl_tx[link], dt) : mib_rate(a->nvl_rx[link], b->nvl_rx[link], dt);
+        v = tx ? mib_rate(a->nvl_tx[link], b->nvl_tx[link], dt)
+               : mib_rate(a->nvl_rx[link], b->nvl_rx[link], dt);
     } else {
         return NVML_ERROR_NOT_SUPPORTED;
     }
@@ -218,8 +226,10 @@ SIMNVML_API nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet) {
     if (r != NVML_SUCCESS) return r;
     nvmlGpmMetricsGet_t *g = metricsGet;
     if (!g) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (g->version != NVML_GPM_METRICS_GET_VERSION) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    if (g->numMetrics == 0 || g->numMetrics > NVML_GPM_METRIC_MAX) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (g->version != NVML_GPM_METRICS_GET_VERSION)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (g->numMetrics == 0 || g->numMetrics > NVML_GPM_METRIC_MAX)
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     if (!sample_ok(g->sample1) || !sample_ok(g->sample2)) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     const struct nvmlGpmSample_st *a = g->sample1, *b = g->sample2;
     if (!a->taken || !b->taken || a->gpu != b->gpu || a->mig != b->mig || !(b->t > a->t))

@@ -14,7 +14,8 @@
 
 #define C simnvml__ctx
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                              unsigned int *pendingMode) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
@@ -46,7 +47,8 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device
     return simnvml__leave(NVML_SUCCESS);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t *device) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
+                                                                      nvmlDevice_t *device) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(migDevice, SIMNVML_ANY, &d);
     if (r != NVML_SUCCESS) return r;
@@ -104,7 +106,8 @@ SIMNVML_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, n
     if (r != NVML_SUCCESS) return r;
     uintptr_t p = (uintptr_t)gpuInstance, b = (uintptr_t)C.gis;
     size_t sz = sizeof(struct nvmlGpuInstance_st);
-    if (!info || p < b || p >= b + sizeof C.gis || (p - b) % sz) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (!info || p < b || p >= b + sizeof C.gis || (p - b) % sz)
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     unsigned i = (unsigned)((p - b) / sz), g = i / SIM_MAX_MIG, k = i % SIM_MAX_MIG;
     if (g >= sim_node_gpu_count(C.node)) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     simnvml__advance();
@@ -125,8 +128,10 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t devic
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
-    if (!info || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (info->version != nvmlGpuInstanceProfileInfo_v2) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (!info || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT)
+        return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
+    if (info->version != nvmlGpuInstanceProfileInfo_v2)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     const sim_mig_profile *p = NULL;
     for (unsigned k = 0; k < d.m->mig_profile_count; k++)
         if (d.m->mig_profiles[k].nvml_profile == profile) p = &d.m->mig_profiles[k];

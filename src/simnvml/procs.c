@@ -32,7 +32,9 @@ typedef struct row {
     unsigned sm, mem, enc, dec;
 } row;
 
-static unsigned pct(double v) { return v <= 0 ? 0u : v >= 100 ? 100u : (unsigned)(v + 0.5); }
+static unsigned pct(double v) {
+    return v <= 0 ? 0u : v >= 100 ? 100u : (unsigned)(v + 0.5);
+}
 
 static unsigned collect(const simnvml_dev *d, row *rows) {
     const sim_gpu_state *s = d->s;
@@ -66,18 +68,25 @@ static nvmlReturn_t running(nvmlDevice_t device, unsigned *count, void *infos, i
         return simnvml__leave(NVML_ERROR_INSUFFICIENT_SIZE);
     }
     if (n && !infos) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    size_t stride = version == 1 ? sizeof(nvmlProcessInfo_v1_t) : version == 2 ? sizeof(nvmlProcessInfo_v2_t) : C.stride;
+    size_t stride = version == 1   ? sizeof(nvmlProcessInfo_v1_t)
+                    : version == 2 ? sizeof(nvmlProcessInfo_v2_t)
+                                   : C.stride;
     for (unsigned i = 0; i < n; i++) {
         unsigned char *at = (unsigned char *)infos + i * stride;
         if (version == 1) {
             nvmlProcessInfo_v1_t e = {.pid = rows[i].pid, .usedGpuMemory = rows[i].used};
             memcpy(at, &e, sizeof e);
         } else if (stride == sizeof(nvmlProcessDetail_v1_t)) {
-            nvmlProcessDetail_v1_t e = {.pid = rows[i].pid, .usedGpuMemory = rows[i].used, .gpuInstanceId = rows[i].gi,
-                                        .computeInstanceId = rows[i].ci, .usedGpuCcProtectedMemory = 0};
+            nvmlProcessDetail_v1_t e = {.pid = rows[i].pid,
+                                        .usedGpuMemory = rows[i].used,
+                                        .gpuInstanceId = rows[i].gi,
+                                        .computeInstanceId = rows[i].ci,
+                                        .usedGpuCcProtectedMemory = 0};
             memcpy(at, &e, sizeof e);
         } else {
-            nvmlProcessInfo_v2_t e = {.pid = rows[i].pid, .usedGpuMemory = rows[i].used, .gpuInstanceId = rows[i].gi,
+            nvmlProcessInfo_v2_t e = {.pid = rows[i].pid,
+                                      .usedGpuMemory = rows[i].used,
+                                      .gpuInstanceId = rows[i].gi,
                                       .computeInstanceId = rows[i].ci};
             memcpy(at, &e, sizeof e);
         }
@@ -104,12 +113,14 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devic
 }
 
 #if !KELVIN_SIM_LEGACY
-SIMNVML_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_t *plist) {
+SIMNVML_API nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
+                                                               nvmlProcessDetailList_t *plist) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_ANY, &d);
     if (r != NVML_SUCCESS) return r;
     if (!plist) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (plist->version != nvmlProcessDetailList_v1) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (plist->version != nvmlProcessDetailList_v1)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     if (plist->mode > NVML_PROCESS_MODE_MPS) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
     row rows[SIM_MAX_PROCS];
     unsigned n = plist->mode == NVML_PROCESS_MODE_COMPUTE ? collect(&d, rows) : 0;
@@ -136,7 +147,8 @@ static unsigned long long sample_stamp(void) {
     return (unsigned long long)(C.t0_unix_us + whole_s * 1000000);
 }
 
-SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                         nvmlProcessUtilizationSample_t *utilization,
                                                          unsigned int *processSamplesCount,
                                                          unsigned long long lastSeenTimeStamp) {
     simnvml_dev d;
@@ -153,8 +165,11 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nv
         return simnvml__leave(NVML_ERROR_INSUFFICIENT_SIZE);
     }
     for (unsigned i = 0; i < n; i++) {
-        utilization[i] = (nvmlProcessUtilizationSample_t){.pid = rows[i].pid, .timeStamp = ts, .smUtil = rows[i].sm,
-                                                          .memUtil = rows[i].mem, .encUtil = rows[i].enc,
+        utilization[i] = (nvmlProcessUtilizationSample_t){.pid = rows[i].pid,
+                                                          .timeStamp = ts,
+                                                          .smUtil = rows[i].sm,
+                                                          .memUtil = rows[i].mem,
+                                                          .encUtil = rows[i].enc,
                                                           .decUtil = rows[i].dec};
     }
     *processSamplesCount = n;
@@ -162,14 +177,15 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nv
 }
 
 #if !KELVIN_SIM_LEGACY
-SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
-                                                               nvmlProcessesUtilizationInfo_t *procesesUtilInfo) {
+SIMNVML_API nvmlReturn_t
+nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizationInfo_t *procesesUtilInfo) {
     simnvml_dev d;
     nvmlReturn_t r = simnvml__enter_dev(device, SIMNVML_GPU_ONLY, &d);
     if (r != NVML_SUCCESS) return r;
     nvmlProcessesUtilizationInfo_t *u = procesesUtilInfo;
     if (!u) return simnvml__leave(NVML_ERROR_INVALID_ARGUMENT);
-    if (u->version != nvmlProcessesUtilizationInfo_v1) return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (u->version != nvmlProcessesUtilizationInfo_v1)
+        return simnvml__leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     if (d.s->mig_enabled) return simnvml__leave(NVML_ERROR_NOT_SUPPORTED);
     row rows[SIM_MAX_PROCS];
     unsigned long long ts = sample_stamp();
@@ -180,9 +196,14 @@ SIMNVML_API nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t devi
         return simnvml__leave(NVML_ERROR_INSUFFICIENT_SIZE);
     }
     for (unsigned i = 0; i < n; i++) {
-        u->procUtilArray[i] = (nvmlProcessUtilizationInfo_v1_t){
-            .timeStamp = ts, .pid = rows[i].pid, .smUtil = rows[i].sm, .memUtil = rows[i].mem,
-            .encUtil = rows[i].enc, .decUtil = rows[i].dec, .jpgUtil = 0, .ofaUtil = 0};
+        u->procUtilArray[i] = (nvmlProcessUtilizationInfo_v1_t){.timeStamp = ts,
+                                                                .pid = rows[i].pid,
+                                                                .smUtil = rows[i].sm,
+                                                                .memUtil = rows[i].mem,
+                                                                .encUtil = rows[i].enc,
+                                                                .decUtil = rows[i].dec,
+                                                                .jpgUtil = 0,
+                                                                .ofaUtil = 0};
     }
     u->processSamplesCount = n;
     return simnvml__leave(NVML_SUCCESS);

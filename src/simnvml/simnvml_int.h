@@ -50,7 +50,7 @@
 #define KELVIN_SIM_LEGACY 0
 #endif
 
-#define SIMNVML_MAX_PIDS 64
+#define SIMNVML_MAX_PIDS  64
 #define SIMNVML_DEV_MAGIC 0x4B53494Du /* "KSIM" */
 
 struct nvmlDevice_st {
@@ -76,8 +76,8 @@ struct nvmlGpmSample_st {
     struct nvmlGpmSample_st *next;
     bool taken;
     unsigned gpu;
-    int mig;                 /* -1: whole GPU */
-    double t;                /* model time */
+    int mig;  /* -1: whole GPU */
+    double t; /* model time */
     double act_int[SIM_ACT__COUNT];
     uint64_t pcie_tx, pcie_rx;
     uint64_t nvl_tx[SIM_MAX_NVLINKS], nvl_rx[SIM_MAX_NVLINKS];
@@ -87,12 +87,12 @@ typedef struct simnvml_ctx {
     pthread_mutex_t mu;
     int init_count;
     sim_node *node;
-    int64_t t0_ns;        /* monotonic time of nvmlInit */
-    int64_t t0_unix_us;   /* wall time of nvmlInit */
+    int64_t t0_ns;      /* monotonic time of nvmlInit */
+    int64_t t0_unix_us; /* wall time of nvmlInit */
     int64_t last_step_ns;
     double scale;
-    unsigned hang_ms;     /* read without the lock: set before init_count > 0 */
-    unsigned stride;      /* bytes per _v3 process entry: 24, or 32 (R535 bug) */
+    unsigned hang_ms; /* read without the lock: set before init_count > 0 */
+    unsigned stride;  /* bytes per _v3 process entry: 24, or 32 (R535 bug) */
     unsigned pids[SIMNVML_MAX_PIDS];
     unsigned npids;
     int driver_major;
@@ -108,16 +108,16 @@ extern simnvml_ctx simnvml__ctx;
 /* A resolved device handle. */
 typedef struct simnvml_dev {
     unsigned gpu;
-    int mig;                  /* -1 for the physical GPU */
+    int mig; /* -1 for the physical GPU */
     const sim_gpu_state *s;
     const sim_model *m;
-    const sim_mig_state *mi;  /* NULL unless mig >= 0 */
+    const sim_mig_state *mi; /* NULL unless mig >= 0 */
 } simnvml_dev;
 
 enum {
-    SIMNVML_ANY = 0,       /* GPU or MIG handle */
-    SIMNVML_GPU_ONLY = 1,  /* a MIG handle gets NOT_SUPPORTED */
-    SIMNVML_NO_HANG = 2,   /* skip KELVIN_SIM_HANG_MS (non-device calls) */
+    SIMNVML_ANY = 0,      /* GPU or MIG handle */
+    SIMNVML_GPU_ONLY = 1, /* a MIG handle gets NOT_SUPPORTED */
+    SIMNVML_NO_HANG = 2,  /* skip KELVIN_SIM_HANG_MS (non-device calls) */
 };
 
 /* Locks; UNINITIALIZED (unlocked again) when nvmlInit has not run. */

@@ -23,7 +23,9 @@
 
 static long fail_after = -1;
 
-void tsdb__chunk_fail_alloc(long n) { fail_after = n; }
+void tsdb__chunk_fail_alloc(long n) {
+    fail_after = n;
+}
 
 void *tsdb__realloc(void *p, size_t n) {
     if (fail_after == 0) return NULL;
@@ -95,7 +97,9 @@ void tsdb_chunk_app_reset(tsdb_chunk_app *a) {
     a->fmul = 1;
 }
 
-size_t tsdb_chunk_app_mem(const tsdb_chunk_app *a) { return (size_t)a->tw.cap + a->vw.cap; }
+size_t tsdb_chunk_app_mem(const tsdb_chunk_app *a) {
+    return (size_t)a->tw.cap + a->vw.cap;
+}
 
 int tsdb_chunk_app_append(tsdb_chunk_app *a, int64_t t, double v) {
     if (a->n && t <= a->tlast) return BASE_E_RANGE;

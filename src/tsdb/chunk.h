@@ -100,12 +100,12 @@ typedef struct tsdb__br { /* bit reader with a sticky error */
 } tsdb__br;
 
 typedef struct tsdb__rc { /* adaptive Rice coder state, see chunk_kv.c */
-    uint64_t a, a2; /* sums of recent magnitudes: normal samples, run interruptions */
-    uint32_t n, n2; /* their counts */
-    uint32_t run;   /* encoder: zeros pending in run mode; decoder: zeros to emit */
-    uint8_t ri;     /* run index into the block-size table */
-    uint8_t inrun;  /* run mode */
-    uint8_t intr;   /* decoder: an interruption sample follows the pending zeros */
+    uint64_t a, a2;       /* sums of recent magnitudes: normal samples, run interruptions */
+    uint32_t n, n2;       /* their counts */
+    uint32_t run;         /* encoder: zeros pending in run mode; decoder: zeros to emit */
+    uint8_t ri;           /* run index into the block-size table */
+    uint8_t inrun;        /* run mode */
+    uint8_t intr;         /* decoder: an interruption sample follows the pending zeros */
     uint8_t _pad;
 } tsdb__rc;
 
@@ -113,12 +113,12 @@ typedef struct tsdb__rc { /* adaptive Rice coder state, see chunk_kv.c */
 
 typedef struct tsdb_chunk_app {
     /* private */
-    uint32_t max;   /* samples per chunk */
-    uint32_t flags; /* TSDB_CHUNK_* */
-    uint32_t n;     /* samples appended */
-    uint8_t vmode;  /* value codec (TSDB_ENC_* without the regular flag) */
-    uint8_t d;      /* decimal digits of dec modes */
-    uint8_t order;  /* 1 = deltas, 2 = deltas of deltas */
+    uint32_t max;      /* samples per chunk */
+    uint32_t flags;    /* TSDB_CHUNK_* */
+    uint32_t n;        /* samples appended */
+    uint8_t vmode;     /* value codec (TSDB_ENC_* without the regular flag) */
+    uint8_t d;         /* decimal digits of dec modes */
+    uint8_t order;     /* 1 = deltas, 2 = deltas of deltas */
     uint8_t irregular; /* some delta of delta was not 0 */
     int64_t t0, tlast;
     uint64_t dt1, dlast; /* first and last timestamp interval */
@@ -151,9 +151,13 @@ void tsdb_chunk_app_reset(tsdb_chunk_app *a);
 int tsdb_chunk_app_append(tsdb_chunk_app *a, int64_t t, double v);
 
 /* Samples appended since the last init, reset or finish. */
-static inline uint32_t tsdb_chunk_app_count(const tsdb_chunk_app *a) { return a->n; }
+static inline uint32_t tsdb_chunk_app_count(const tsdb_chunk_app *a) {
+    return a->n;
+}
 /* The last appended timestamp (meaningful when count > 0). */
-static inline int64_t tsdb_chunk_app_maxt(const tsdb_chunk_app *a) { return a->tlast; }
+static inline int64_t tsdb_chunk_app_maxt(const tsdb_chunk_app *a) {
+    return a->tlast;
+}
 /* Bytes the appender holds on the heap (for memory accounting). */
 size_t tsdb_chunk_app_mem(const tsdb_chunk_app *a);
 /* The encoding id the chunk would have if it were cut now. */
@@ -179,12 +183,12 @@ typedef struct tsdb_chunk_it {
     double v;
     /* private */
     int err;
-    uint32_t n, i;  /* samples in the chunk, samples read */
+    uint32_t n, i; /* samples in the chunk, samples read */
     uint8_t enc, vmode, regular, d, order;
     uint8_t lead, trail, tsgrid;
-    uint64_t dt;    /* last interval */
+    uint64_t dt;                 /* last interval */
     uint64_t grid, gnext, rprev; /* grid timestamps: interval, next grid point, last offset */
-    uint64_t vbits; /* last value's bits (xor, kxor, const) */
+    uint64_t vbits;              /* last value's bits (xor, kxor, const) */
     uint64_t mprev, dprev, fmul;
     uint32_t s;
     tsdb__br tr, vr; /* timestamp (whole chunk for xor) and value streams */
@@ -205,9 +209,13 @@ static inline void tsdb_chunk_it_at(const tsdb_chunk_it *it, int64_t *ret_t, dou
     *ret_v = it->v;
 }
 /* 0, or the sticky BASE_E_PARSE / BASE_E_TRUNCATED. */
-static inline int tsdb_chunk_it_err(const tsdb_chunk_it *it) { return it->err; }
+static inline int tsdb_chunk_it_err(const tsdb_chunk_it *it) {
+    return it->err;
+}
 /* Samples the header declares (0 when the header is bad). */
-static inline uint32_t tsdb_chunk_it_count(const tsdb_chunk_it *it) { return it->n; }
+static inline uint32_t tsdb_chunk_it_count(const tsdb_chunk_it *it) {
+    return it->n;
+}
 
 /* "xor", "const", "int-delta", "int-dod", "dec-delta", "dec-dod", "kxor";
  * "?" for an unknown id. The regular flag is ignored. */

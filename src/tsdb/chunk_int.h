@@ -75,7 +75,9 @@ static inline void tsdb__bw_put64(tsdb__bw *w, uint64_t x, unsigned n) {
 }
 
 /* Bits written so far. */
-static inline uint64_t tsdb__bw_bits(const tsdb__bw *w) { return (uint64_t)w->len * 8 + w->nacc; }
+static inline uint64_t tsdb__bw_bits(const tsdb__bw *w) {
+    return (uint64_t)w->len * 8 + w->nacc;
+}
 
 /* ---- bit reader --------------------------------------------------------- */
 
@@ -161,9 +163,15 @@ static inline int tsdb__br_at_end(const tsdb__br *r, int strict) {
 
 /* ---- integers ----------------------------------------------------------- */
 
-static inline uint64_t tsdb__zz(uint64_t x) { return (x << 1) ^ (0 - (x >> 63)); }
-static inline uint64_t tsdb__unzz(uint64_t u) { return (u >> 1) ^ (0 - (u & 1)); }
-static inline unsigned tsdb__bitlen(uint64_t x) { return x ? 64 - (unsigned)__builtin_clzll(x) : 0; }
+static inline uint64_t tsdb__zz(uint64_t x) {
+    return (x << 1) ^ (0 - (x >> 63));
+}
+static inline uint64_t tsdb__unzz(uint64_t u) {
+    return (u >> 1) ^ (0 - (u & 1));
+}
+static inline unsigned tsdb__bitlen(uint64_t x) {
+    return x ? 64 - (unsigned)__builtin_clzll(x) : 0;
+}
 
 /* LEB128 (Go's binary.PutUvarint); p needs 10 bytes. Returns the length. */
 static inline unsigned tsdb__put_uvarint(uint8_t *p, uint64_t x) {

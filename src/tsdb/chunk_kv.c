@@ -107,16 +107,16 @@
 #include "base/err.h"
 #include "tsdb/chunk_int.h"
 
-#define QMAX     4u  /* unary part before the escape */
-#define EXC_CODE 63u /* escape length excess that marks an exception */
-#define KMAX     56u
-#define RESET    16u /* A and N are halved when N reaches this */
-#define WARM     4u  /* samples learned in full before outliers are capped */
-#define CAP      4u  /* an outlier counts as at most 2^(k + CAP) */
-#define DSOFT    8u  /* a value needing at most this many digits raises d at once */
-#define PROBE    16u /* int/dec samples after which deltas of deltas may take over */
-#define DMAX     18u
-#define TWO53    9007199254740992.0
+#define QMAX      4u  /* unary part before the escape */
+#define EXC_CODE  63u /* escape length excess that marks an exception */
+#define KMAX      56u
+#define RESET     16u /* A and N are halved when N reaches this */
+#define WARM      4u  /* samples learned in full before outliers are capped */
+#define CAP       4u  /* an outlier counts as at most 2^(k + CAP) */
+#define DSOFT     8u  /* a value needing at most this many digits raises d at once */
+#define PROBE     16u /* int/dec samples after which deltas of deltas may take over */
+#define DMAX      18u
+#define TWO53     9007199254740992.0
 #define VMODE_DEC TSDB_ENC_DEC_DELTA /* the appender's int/dec family */
 
 static const double P10[DMAX + 1] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8, 1e9,
@@ -142,7 +142,9 @@ static const uint64_t P10U[DMAX + 1] = {1ull,
                                         100000000000000000ull,
                                         1000000000000000000ull};
 
-static unsigned exc_limit(uint32_t n) { return 2 + n / 16; }
+static unsigned exc_limit(uint32_t n) {
+    return 2 + n / 16;
+}
 
 /* ---- common factors of mantissa deltas ----------------------------------
  * fcode 0: none; 1..63: every delta is a multiple of 2^fcode; 64 + e
@@ -204,7 +206,9 @@ static int to_mant(double v, unsigned d, int64_t *ret_m) {
     return 1;
 }
 
-static inline double from_mant(int64_t m, unsigned d) { return d ? (double)m / P10[d] : (double)m; }
+static inline double from_mant(int64_t m, unsigned d) {
+    return d ? (double)m / P10[d] : (double)m;
+}
 
 /* The fewest decimal digits that represent v exactly, or -1. */
 static int min_digits(double v) {
@@ -225,8 +229,12 @@ static inline unsigned k_of(uint64_t a, uint32_t n) {
     return k > KMAX ? KMAX : k;
 }
 
-static inline unsigned rc_k(const tsdb__rc *c) { return k_of(c->a, c->n); }
-static inline unsigned rc_k2(const tsdb__rc *c) { return k_of(c->a2, c->n2); }
+static inline unsigned rc_k(const tsdb__rc *c) {
+    return k_of(c->a, c->n);
+}
+static inline unsigned rc_k2(const tsdb__rc *c) {
+    return k_of(c->a2, c->n2);
+}
 
 /* Learns x into the interruption statistics. */
 static inline void rc_learn2(tsdb__rc *c, uint64_t x) {
@@ -257,10 +265,14 @@ static inline void rc_zeros(tsdb__rc *c, uint32_t r) {
     }
 }
 
-static inline unsigned run_bits(const tsdb__rc *c) { return c->ri / 2u; }
+static inline unsigned run_bits(const tsdb__rc *c) {
+    return c->ri / 2u;
+}
 
 /* Exp-Golomb order 0 of x <= 63: n - 1 zeros, then x + 1 in n bits. */
-static inline void eg0_put(tsdb__bw *w, unsigned x) { tsdb__bw_put(w, x + 1, 2 * tsdb__bitlen(x + 1) - 1); }
+static inline void eg0_put(tsdb__bw *w, unsigned x) {
+    tsdb__bw_put(w, x + 1, 2 * tsdb__bitlen(x + 1) - 1);
+}
 
 static inline unsigned eg0_get(tsdb__br *r) {
     unsigned z = 0;
@@ -274,7 +286,9 @@ static inline unsigned eg0_get(tsdb__br *r) {
 }
 
 /* The bit length of the smallest escaped value at k. */
-static inline unsigned esc_bits(unsigned k) { return tsdb__bitlen((uint64_t)QMAX << k); }
+static inline unsigned esc_bits(unsigned k) {
+    return tsdb__bitlen((uint64_t)QMAX << k);
+}
 
 static inline void rice_put(tsdb__bw *w, uint64_t u, unsigned k) {
     uint64_t q = u >> k;
@@ -332,7 +346,9 @@ static inline void rc_put(tsdb__rc *c, tsdb__bw *w, uint64_t u, int exc, uint64_
 }
 
 /* The bit that ends a pending run when the stream is cut here. */
-static inline unsigned rc_tail(const tsdb__rc *c) { return c->inrun && c->run ? 1 : 0; }
+static inline unsigned rc_tail(const tsdb__rc *c) {
+    return c->inrun && c->run ? 1 : 0;
+}
 
 /* Reads a Rice code at k: 0 with *u, 1 for an exception (bits in *u). */
 static inline int rice_get(tsdb__br *r, unsigned k, uint64_t *u) {
@@ -597,9 +613,7 @@ static int value_append(tsdb_chunk_app *a, uint64_t vb) {
         }
         return move_to(a, VMODE_DEC, -1, a->order, vb);
     }
-    default:
-        tsdb__xor_put(&a->vw, a->vlast, vb, &a->lead, &a->trail);
-        return 0;
+    default: tsdb__xor_put(&a->vw, a->vlast, vb, &a->lead, &a->trail); return 0;
     }
 }
 
@@ -820,8 +834,12 @@ static size_t kv_write(const tsdb_chunk_app *a, uint8_t *out) {
     return h + tlen + vhl + vlen;
 }
 
-size_t tsdb__kv_size(const tsdb_chunk_app *a) { return kv_write(a, NULL); }
-void tsdb__kv_emit(const tsdb_chunk_app *a, uint8_t *out) { kv_write(a, out); }
+size_t tsdb__kv_size(const tsdb_chunk_app *a) {
+    return kv_write(a, NULL);
+}
+void tsdb__kv_emit(const tsdb_chunk_app *a, uint8_t *out) {
+    kv_write(a, out);
+}
 
 /* ---- iterator ----------------------------------------------------------- */
 
@@ -924,7 +942,8 @@ bool tsdb__kv_it_next(tsdb_chunk_it *it) {
             if (it->tsgrid) {
                 uint64_t r = tsdb__unzz(u), mag = (r >> 63) ? 0 - r : r;
                 it->dt = it->gnext + r - (uint64_t)prev;
-                it->gnext = ((r && (r == it->rprev || mag > it->grid / 4)) ? it->gnext + r : it->gnext) + it->grid;
+                it->gnext =
+                    ((r && (r == it->rprev || mag > it->grid / 4)) ? it->gnext + r : it->gnext) + it->grid;
                 it->rprev = r;
             } else {
                 it->dt += tsdb__unzz(u);

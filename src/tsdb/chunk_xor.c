@@ -100,7 +100,9 @@ int tsdb__xor_append(tsdb_chunk_app *a, int64_t t, double v) {
     return 0;
 }
 
-size_t tsdb__xor_size(const tsdb_chunk_app *a) { return 3 + tsdb__bw_emit(&a->tw, 0, 0, NULL); }
+size_t tsdb__xor_size(const tsdb_chunk_app *a) {
+    return 3 + tsdb__bw_emit(&a->tw, 0, 0, NULL);
+}
 
 void tsdb__xor_emit(const tsdb_chunk_app *a, uint8_t *out) {
     out[0] = TSDB_ENC_XOR;

@@ -32,11 +32,13 @@
 
 uint64_t tsdb__head_hash_mask = ~(uint64_t)0;
 
-#define NSHARDS  256
-#define NSTRIPES 4096
+#define NSHARDS         256
+#define NSTRIPES        4096
 #define MALLOC_OVERHEAD 8
 
-static size_t msize(const void *p) { return p ? malloc_usable_size((void *)p) + MALLOC_OVERHEAD : 0; }
+static size_t msize(const void *p) {
+    return p ? malloc_usable_size((void *)p) + MALLOC_OVERHEAD : 0;
+}
 
 /* ---- series ------------------------------------------------------------- */
 
@@ -67,7 +69,9 @@ static void series_free(hseries *s) {
     free(s);
 }
 
-static void series_get(hseries *s) { atomic_fetch_add_explicit(&s->rc, 1, memory_order_relaxed); }
+static void series_get(hseries *s) {
+    atomic_fetch_add_explicit(&s->rc, 1, memory_order_relaxed);
+}
 static void series_put(hseries *s) {
     if (s && atomic_fetch_sub_explicit(&s->rc, 1, memory_order_acq_rel) == 1) series_free(s);
 }
@@ -88,7 +92,9 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
-static inline uint64_t skey(const hseries *s, int byref) { return byref ? mix64(s->ref) : s->hash; }
+static inline uint64_t skey(const hseries *s, int byref) {
+    return byref ? mix64(s->ref) : s->hash;
+}
 
 static int smap_put(smap *m, hseries *s, int byref) {
     if ((m->n + 1) * 4 > (uint64_t)m->cap * 3) {
@@ -252,11 +258,19 @@ struct tsdb_head {
     int replaying;
 };
 
-static shard *hshard(tsdb_head *h, uint64_t hash) { return &h->shards[hash >> 56]; }
-static shard *rshard(tsdb_head *h, uint64_t ref) { return &h->shards[mix64(ref) >> 56]; }
-static pthread_mutex_t *stripe(tsdb_head *h, const hseries *s) { return &h->stripes[s->ref & (NSTRIPES - 1)]; }
+static shard *hshard(tsdb_head *h, uint64_t hash) {
+    return &h->shards[hash >> 56];
+}
+static shard *rshard(tsdb_head *h, uint64_t ref) {
+    return &h->shards[mix64(ref) >> 56];
+}
+static pthread_mutex_t *stripe(tsdb_head *h, const hseries *s) {
+    return &h->stripes[s->ref & (NSTRIPES - 1)];
+}
 
-static uint64_t series_hash(const labels_set *ls) { return labels_hash(ls) & tsdb__head_hash_mask; }
+static uint64_t series_hash(const labels_set *ls) {
+    return labels_hash(ls) & tsdb__head_hash_mask;
+}
 
 /* Looks a series up by labels and takes a reference. */
 static hseries *lookup_hash(tsdb_head *h, uint64_t hash, const labels_set *ls) {
@@ -423,8 +437,8 @@ static void res_add(tsdb_append_result *a, const tsdb_append_result *b) {
 /* ---- appenders ---------------------------------------------------------- */
 
 typedef struct aent {
-    hseries *s;      /* referenced, or NULL until commit */
-    labels_set *ls;  /* referenced when added by labels */
+    hseries *s;     /* referenced, or NULL until commit */
+    labels_set *ls; /* referenced when added by labels */
     uint64_t hash, ref;
     int64_t t;
     double v;
@@ -728,7 +742,8 @@ static void head_free(tsdb_head *h) {
     free(h);
 }
 
-int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report *rep, char *err, size_t errlen) {
+int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report *rep, char *err,
+                   size_t errlen) {
     tsdb_head *h = calloc(1, sizeof *h);
     if (!h) return BASE_E_NOMEM;
     if (opts) h->o = *opts;
@@ -964,7 +979,9 @@ int tsdb_head_select(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t 
     return 0;
 }
 
-size_t tsdb_series_set_count(const tsdb_series_set *ss) { return ss->n; }
+size_t tsdb_series_set_count(const tsdb_series_set *ss) {
+    return ss->n;
+}
 
 int tsdb_series_set_next(tsdb_series_set *ss) {
     if (ss->i >= ss->n) {
@@ -1075,7 +1092,9 @@ static int strs_make(base_str *v, size_t n, tsdb_strs **ret) {
     return 0;
 }
 
-void tsdb_strs_free(tsdb_strs *s) { free(s); }
+void tsdb_strs_free(tsdb_strs *s) {
+    free(s);
+}
 
 static int labels_list(tsdb_head *h, const base_str *name, labels_matcher *const *ms, size_t n, int64_t mint,
                        int64_t maxt, tsdb_strs **ret) {
@@ -1237,7 +1256,8 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
             int gone = s->last_t == INT64_MIN || s->last_t < mint;
             pthread_mutex_unlock(mu);
             if (gone) {
-                if ((e = grow((void **)&victims, &capv, nv + 1, sizeof *victims)) || (e = rv_push(&dead, &s->ref, 1)))
+                if ((e = grow((void **)&victims, &capv, nv + 1, sizeof *victims)) ||
+                    (e = rv_push(&dead, &s->ref, 1)))
                     break;
                 victims[nv++] = s;
             }
@@ -1391,7 +1411,9 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
 
 /* ---- accounting --------------------------------------------------------- */
 
-uint64_t tsdb_head_series_count(tsdb_head *h) { return atomic_load_explicit(&h->nseries, memory_order_relaxed); }
+uint64_t tsdb_head_series_count(tsdb_head *h) {
+    return atomic_load_explicit(&h->nseries, memory_order_relaxed);
+}
 
 void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
     tsdb_head_stats st;

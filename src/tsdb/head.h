@@ -65,14 +65,15 @@
 typedef struct tsdb_head tsdb_head;
 
 typedef struct tsdb_head_opts {
-    const char *wal_dir;    /* NULL: in memory only, nothing logged */
+    const char *wal_dir; /* NULL: in memory only, nothing logged */
     tsdb_wal_opts wal;
     uint32_t chunk_samples; /* 0: TSDB_CHUNK_DEFAULT_SAMPLES (120) */
 } tsdb_head_opts;
 
 /* Opens the WAL (if any) and replays it into a new head. rep (may be
  * NULL) gets the WAL's report: log rep->first_error once if non-empty. */
-int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report *rep, char *err, size_t errlen);
+int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report *rep, char *err,
+                   size_t errlen);
 /* Closes the WAL and frees everything. No appender or reader may be
  * alive. Returns the WAL's close error, if any. */
 int tsdb_head_close(tsdb_head *h);
@@ -83,9 +84,9 @@ typedef struct tsdb_head_app tsdb_head_app;
 
 typedef struct tsdb_append_result {
     uint64_t appended;
-    uint64_t noop;         /* same timestamp, same value bits: ignored */
+    uint64_t noop; /* same timestamp, same value bits: ignored */
     uint64_t out_of_order;
-    uint64_t duplicate;    /* same timestamp, different value */
+    uint64_t duplicate; /* same timestamp, different value */
     uint64_t too_old;
     uint64_t unknown_ref;
     uint64_t series_created;
@@ -146,18 +147,18 @@ int tsdb_head_label_values(tsdb_head *h, base_str name, labels_matcher *const *m
 
 typedef struct tsdb_head_stats {
     uint64_t series;
-    uint64_t chunks;          /* closed chunks */
-    uint64_t samples;         /* samples held */
+    uint64_t chunks;  /* closed chunks */
+    uint64_t samples; /* samples held */
     uint64_t series_created, series_removed;
     tsdb_append_result totals; /* every commit so far (replay excluded) */
-    uint64_t replay_rejected; /* samples the replay did not apply */
+    uint64_t replay_rejected;  /* samples the replay did not apply */
     /* bytes, as malloc sizes them */
-    uint64_t bytes_series;    /* series structs incl. open chunk appenders */
-    uint64_t bytes_chunks;    /* closed chunk bytes and their lists */
-    uint64_t bytes_index;     /* hash/ref tables and postings */
-    uint64_t bytes_labels;    /* label sets + interned strings (process-wide) */
+    uint64_t bytes_series; /* series structs incl. open chunk appenders */
+    uint64_t bytes_chunks; /* closed chunk bytes and their lists */
+    uint64_t bytes_index;  /* hash/ref tables and postings */
+    uint64_t bytes_labels; /* label sets + interned strings (process-wide) */
     uint64_t bytes_total;
-    int64_t mint, maxt;       /* over all samples held (0, 0 when empty) */
+    int64_t mint, maxt; /* over all samples held (0, 0 when empty) */
 } tsdb_head_stats;
 
 void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret);

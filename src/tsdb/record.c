@@ -22,8 +22,12 @@ static inline uint8_t *put_uv(uint8_t *p, uint64_t v) {
     return p;
 }
 
-static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t unzz(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+static inline uint64_t zz(int64_t v) {
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t unzz(uint64_t v) {
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
 
 /* Reserves room for n more bytes and returns the write pointer, or NULL. */
 static uint8_t *wbegin(base_buf *out, size_t n) {

@@ -38,7 +38,8 @@ static void crc_init(void) {
         crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc_hw = __builtin_cpu_supports("sse4.2");
@@ -67,9 +68,11 @@ uint32_t tsdb_crc32c(uint32_t crc, const void *buf, size_t len) {
     if (crc_hw) return ~crc_sse42(c, p, len);
 #endif
     for (; len >= 8; len -= 8, p += 8) { /* slicing by 8 (little endian words) */
-        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t lo =
+            c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
         c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
-            crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^ crc_table[0][p[7]];
+            crc_table[4][lo >> 24] ^ crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^
+            crc_table[0][p[7]];
     }
     for (; len; len--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
     return ~c;
@@ -377,8 +380,8 @@ static int scan_dir(const char *dir, scan *s) {
 static void report(tsdb_wal_report *r, const char *path, const char *why, uint64_t off, const char *what) {
     r->corruptions++;
     /* a long path is cut short: the message is for one log line */
-    if (!r->first_error[0] && snprintf(r->first_error, sizeof r->first_error, "WAL %s: %s at offset %" PRIu64 "; %s",
-                                       path, why, off, what) < 0)
+    if (!r->first_error[0] && snprintf(r->first_error, sizeof r->first_error,
+                                       "WAL %s: %s at offset %" PRIu64 "; %s", path, why, off, what) < 0)
         r->first_error[0] = '\0';
 }
 

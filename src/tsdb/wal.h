@@ -85,14 +85,14 @@ typedef struct tsdb_wal_opts {
 } tsdb_wal_opts;
 
 typedef struct tsdb_wal_report {
-    uint64_t checkpoint;    /* number of the checkpoint read, 0 if none */
-    uint64_t segments;      /* segments read */
-    uint64_t records;       /* valid records handed out (checkpoint included) */
-    uint64_t bytes;         /* their payload bytes */
-    uint64_t corruptions;   /* damaged places found (torn tails included) */
+    uint64_t checkpoint;      /* number of the checkpoint read, 0 if none */
+    uint64_t segments;        /* segments read */
+    uint64_t records;         /* valid records handed out (checkpoint included) */
+    uint64_t bytes;           /* their payload bytes */
+    uint64_t corruptions;     /* damaged places found (torn tails included) */
     uint64_t truncated_bytes; /* bytes cut off the last segment */
     uint64_t skipped_bytes;   /* bytes of older segments not replayed */
-    char first_error[256];  /* "" or the first problem, for one log line */
+    char first_error[256];    /* "" or the first problem, for one log line */
 } tsdb_wal_report;
 
 typedef struct tsdb_wal_stats {

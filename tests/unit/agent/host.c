@@ -55,8 +55,12 @@ static void on_malloc(const volatile void *p, size_t n) {
     (void)n;
     if (atomic_load(&counting)) atomic_fetch_add(&n_allocs, 1);
 }
-static void on_free(const volatile void *p) { (void)p; }
-static void hooks_install(void) { __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free); }
+static void on_free(const volatile void *p) {
+    (void)p;
+}
+static void hooks_install(void) {
+    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+}
 #else
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -101,7 +105,8 @@ static int fake_statfs(const char *path, struct statfs *b) {
     atomic_fetch_add(&fake_calls, 1);
     size_t n = strlen(path);
     pthread_mutex_lock(&fk_mu);
-    if (block_suffix && n >= strlen(block_suffix) && strcmp(path + n - strlen(block_suffix), block_suffix) == 0) {
+    if (block_suffix && n >= strlen(block_suffix) &&
+        strcmp(path + n - strlen(block_suffix), block_suffix) == 0) {
         int gen = release_gen;
         blocked_now++;
         while (gen == release_gen) pthread_cond_wait(&fk_cv, &fk_mu);
@@ -174,7 +179,9 @@ static const char *find_line(const char *text, const char *series) {
     return NULL;
 }
 
-static int has_series(const char *text, const char *series) { return find_line(text, series) != NULL; }
+static int has_series(const char *text, const char *series) {
+    return find_line(text, series) != NULL;
+}
 
 /* The value of a series as written (Go formatting), "" when absent. */
 static const char *value_of(const char *text, const char *series) {
@@ -204,12 +211,15 @@ static size_t count_prefix(const char *text, const char *prefix) {
     return c;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Splits text into lines (in place), dropping empty ones and, when skip is
  * set, lines naming a skipped family and comments other than HELP/TYPE. */
 static size_t split_lines(char *text, char **out, size_t max, int skip) {
-    static const char *const skipped[] = {"node_time_seconds", "node_time_zone_offset_seconds", "node_uname_info", NULL};
+    static const char *const skipped[] = {"node_time_seconds", "node_time_zone_offset_seconds",
+                                          "node_uname_info", NULL};
     size_t n = 0;
     for (char *p = strtok(text, "\n"); p; p = strtok(NULL, "\n")) {
         if (!*p) continue;
@@ -347,9 +357,12 @@ static void test_fixture_matches_node_exporter(void **state) {
             i++, j++;
             continue;
         }
-        if (diffs++ < 40) fprintf(stderr, "%s %s\n", c < 0 ? "unexpected:" : "missing:   ", c < 0 ? a[i] : b[j]);
-        if (c < 0) i++;
-        else j++;
+        if (diffs++ < 40)
+            fprintf(stderr, "%s %s\n", c < 0 ? "unexpected:" : "missing:   ", c < 0 ? a[i] : b[j]);
+        if (c < 0)
+            i++;
+        else
+            j++;
     }
     assert_int_equal(diffs, 0);
     assert_true(na > 1000);
@@ -358,7 +371,8 @@ static void test_fixture_matches_node_exporter(void **state) {
     struct utsname u;
     assert_int_equal(uname(&u), 0);
     char want[1024];
-    snprintf(want, sizeof want, "node_uname_info{domainname=\"%s\",machine=\"%s\",nodename=\"%s\",release=\"%s\"", u.domainname,
+    snprintf(want, sizeof want,
+             "node_uname_info{domainname=\"%s\",machine=\"%s\",nodename=\"%s\",release=\"%s\"", u.domainname,
              u.machine, u.nodename, u.release);
     assert_non_null(strstr(ours, want));
     const char *t = value_of(ours, "node_time_seconds");
@@ -422,38 +436,53 @@ static void test_fixture_values(void **state) {
     assert_false(has_series(t, "node_disk_io_now{device=\"sda1\"}"));
     assert_false(has_series(t, "node_disk_io_now{device=\"loop0\"}"));
     assert_false(has_series(t, "node_disk_io_now{device=\"nvme0n1p1\"}"));
-    assert_string_equal(value_of(t, "node_disk_write_time_seconds_total{device=\"dm-0\"}"), "7.890000000000001");
+    assert_string_equal(value_of(t, "node_disk_write_time_seconds_total{device=\"dm-0\"}"),
+                        "7.890000000000001");
     assert_false(has_series(t, "node_disk_discards_completed_total{device=\"dm-0\"}")); /* 14-field line */
     assert_true(has_series(t, "node_disk_discards_completed_total{device=\"nvme0n1\"}"));
     assert_false(has_series(t, "node_disk_flush_requests_total{device=\"nvme0n1\"}")); /* 18-field line */
     assert_string_equal(value_of(t, "node_disk_read_bytes_total{device=\"sr0\"}"), "49152");
     /* filesystem: exclusions, \040, ro, failed statfs */
-    assert_true(has_series(t, "node_filesystem_readonly{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}"));
-    assert_string_equal(value_of(t, "node_filesystem_readonly{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}"),
-                        "1");
+    assert_true(has_series(
+        t, "node_filesystem_readonly{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}"));
+    assert_string_equal(
+        value_of(t,
+                 "node_filesystem_readonly{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}"),
+        "1");
     assert_true(has_series(t, "node_filesystem_size_bytes{device=\"/dev/mapper/vg0-scratch\",fstype=\"ext4\","
                               "mountpoint=\"/scratch space\"}"));
-    assert_string_equal(value_of(t, "node_filesystem_device_error{device=\"/dev/sdz1\",fstype=\"ext4\",mountpoint=\"/gone\"}"),
-                        "1");
-    assert_false(has_series(t, "node_filesystem_size_bytes{device=\"/dev/sdz1\",fstype=\"ext4\",mountpoint=\"/gone\"}"));
+    assert_string_equal(
+        value_of(t,
+                 "node_filesystem_device_error{device=\"/dev/sdz1\",fstype=\"ext4\",mountpoint=\"/gone\"}"),
+        "1");
+    assert_false(has_series(
+        t, "node_filesystem_size_bytes{device=\"/dev/sdz1\",fstype=\"ext4\",mountpoint=\"/gone\"}"));
     assert_null(strstr(t, "mountpoint=\"/run\""));
     assert_null(strstr(t, "mountpoint=\"/mnt/nfs\""));
     assert_null(strstr(t, "fstype=\"overlay\""));
     assert_null(strstr(t, "fstype=\"proc\""));
-    assert_int_equal(count_prefix(t, "node_filesystem_device_error{device=\"/dev/sda1\""), 1); /* listed twice */
+    assert_int_equal(count_prefix(t, "node_filesystem_device_error{device=\"/dev/sda1\""),
+                     1); /* listed twice */
     /* infiniband: data counters x 4, N/A counters left out, legacy counters_ext */
-    assert_string_equal(value_of(t, "node_infiniband_port_data_received_bytes_total{device=\"mlx4_0\",port=\"1\"}"), "492");
-    assert_string_equal(value_of(t, "node_infiniband_legacy_data_received_bytes_total{device=\"mlx4_0\",port=\"1\"}"),
-                        "4000");
+    assert_string_equal(
+        value_of(t, "node_infiniband_port_data_received_bytes_total{device=\"mlx4_0\",port=\"1\"}"), "492");
+    assert_string_equal(
+        value_of(t, "node_infiniband_legacy_data_received_bytes_total{device=\"mlx4_0\",port=\"1\"}"),
+        "4000");
     assert_false(has_series(t, "node_infiniband_port_transmit_wait_total{device=\"mlx5_1\",port=\"1\"}"));
-    assert_string_equal(value_of(t, "node_infiniband_rate_bytes_per_second{device=\"mlx5_1\",port=\"1\"}"), "3.125e+08");
+    assert_string_equal(value_of(t, "node_infiniband_rate_bytes_per_second{device=\"mlx5_1\",port=\"1\"}"),
+                        "3.125e+08");
     assert_string_equal(value_of(t, "node_infiniband_state_id{device=\"mlx5_1\",port=\"1\"}"), "1");
     /* hwmon: chip from the device path, scaling, raw labels, garbage skipped */
-    assert_string_equal(value_of(t, "node_hwmon_temp_celsius{chip=\"platform_coretemp_0\",sensor=\"temp3\"}"), "44.5");
-    assert_string_equal(value_of(t, "node_hwmon_temp_max_celsius{chip=\"nvme_nvme0\",sensor=\"temp1\"}"), "84.85000000000001");
-    assert_string_equal(value_of(t, "node_hwmon_power_average_watt{chip=\"lnxsybus:00_acpi000d:00\",sensor=\"power1\"}"),
-                        "345");
-    assert_true(has_series(t, "node_hwmon_sensor_label{chip=\"platform_coretemp_0\",label=\"Package id 0\",sensor=\"temp1\"}"));
+    assert_string_equal(value_of(t, "node_hwmon_temp_celsius{chip=\"platform_coretemp_0\",sensor=\"temp3\"}"),
+                        "44.5");
+    assert_string_equal(value_of(t, "node_hwmon_temp_max_celsius{chip=\"nvme_nvme0\",sensor=\"temp1\"}"),
+                        "84.85000000000001");
+    assert_string_equal(
+        value_of(t, "node_hwmon_power_average_watt{chip=\"lnxsybus:00_acpi000d:00\",sensor=\"power1\"}"),
+        "345");
+    assert_true(has_series(
+        t, "node_hwmon_sensor_label{chip=\"platform_coretemp_0\",label=\"Package id 0\",sensor=\"temp1\"}"));
     assert_true(has_series(t, "node_hwmon_chip_names{chip=\"acpitz\",chip_name=\"acpitz\"}"));
     assert_false(has_series(t, "node_hwmon_fan_rpm{chip=\"platform_nct6775_656\",sensor=\"fan3\"}"));
     assert_non_null(strstr(t, "# HELP node_hwmon_pwm Hardware monitor pwm element \n"));
@@ -469,10 +498,13 @@ static void test_catalog(void **state) {
         const agent_metric *m = &agent__host_metrics[i];
         if (!m->name || strncmp(m->name, "node_", 5) != 0) fail_msg("entry %d has no node_ name", i);
         for (const char *c = m->name; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                  *c == '_'))
                 fail_msg("%s: bad name", m->name);
-        if (!m->help || !*m->help || !m->source || !*m->source || !m->labels || !m->unit) fail_msg("%s: empty field", m->name);
-        if (m->type == EXPO_COUNTER && !strstr(m->name, "_total")) fail_msg("%s: counter without _total", m->name);
+        if (!m->help || !*m->help || !m->source || !*m->source || !m->labels || !m->unit)
+            fail_msg("%s: empty field", m->name);
+        if (m->type == EXPO_COUNTER && !strstr(m->name, "_total"))
+            fail_msg("%s: counter without _total", m->name);
         for (int j = 0; j < i; j++)
             if (strcmp(agent__host_metrics[j].name, m->name) == 0) fail_msg("%s twice", m->name);
         /* the one catalog finds it, in the host section */
@@ -489,22 +521,36 @@ static void test_exclusions(void **state) {
     static const struct {
         const char *s;
         int want;
-    } disks[] = {{"sda", 0},      {"sda1", 1},      {"sdaa1", 0},  {"xvda1", 1},     {"xvda", 0},     {"vdb12", 1},
-                 {"hdc3", 1},     {"loop0", 1},     {"loop", 0},   {"ram15", 1},     {"fd0", 1},      {"nvme0n1", 0},
-                 {"nvme0n1p1", 1}, {"nvme10n12p3", 1}, {"nvmen1p1", 0}, {"nvme0n1p", 0}, {"dm-0", 0}, {"md127", 0},
-                 {"sr0", 0},      {"mmcblk0p1", 0}, {"zram0", 0},  {"sda1x", 0}};
+    } disks[] = {{"sda", 0},      {"sda1", 1},    {"sdaa1", 0},     {"xvda1", 1},       {"xvda", 0},
+                 {"vdb12", 1},    {"hdc3", 1},    {"loop0", 1},     {"loop", 0},        {"ram15", 1},
+                 {"fd0", 1},      {"nvme0n1", 0}, {"nvme0n1p1", 1}, {"nvme10n12p3", 1}, {"nvmen1p1", 0},
+                 {"nvme0n1p", 0}, {"dm-0", 0},    {"md127", 0},     {"sr0", 0},         {"mmcblk0p1", 0},
+                 {"zram0", 0},    {"sda1x", 0}};
     for (size_t i = 0; i < sizeof disks / sizeof disks[0]; i++)
-        if (agent__host_disk_excluded(disks[i].s, strlen(disks[i].s)) != disks[i].want) fail_msg("disk %s", disks[i].s);
+        if (agent__host_disk_excluded(disks[i].s, strlen(disks[i].s)) != disks[i].want)
+            fail_msg("disk %s", disks[i].s);
     static const struct {
         const char *s;
         int want;
-    } mps[] = {{"/", 0},          {"/dev", 1},       {"/dev/shm", 1},           {"/devices", 0},
-               {"/run/user/1", 1}, {"/running", 0},   {"/sys/fs/cgroup", 1},     {"/mnt", 1},
-               {"/mnt2", 0},      {"/media/usb", 1}, {"/var/lib/docker", 0},    {"/var/lib/docker/", 0},
-               {"/var/lib/docker/overlay2/x/merged", 1}, {"/var/lib/containers/storage/o", 1},
-               {"/var/lib/kubelet/pods/x", 0}, {"/home", 0}};
+    } mps[] = {{"/", 0},
+               {"/dev", 1},
+               {"/dev/shm", 1},
+               {"/devices", 0},
+               {"/run/user/1", 1},
+               {"/running", 0},
+               {"/sys/fs/cgroup", 1},
+               {"/mnt", 1},
+               {"/mnt2", 0},
+               {"/media/usb", 1},
+               {"/var/lib/docker", 0},
+               {"/var/lib/docker/", 0},
+               {"/var/lib/docker/overlay2/x/merged", 1},
+               {"/var/lib/containers/storage/o", 1},
+               {"/var/lib/kubelet/pods/x", 0},
+               {"/home", 0}};
     for (size_t i = 0; i < sizeof mps / sizeof mps[0]; i++)
-        if (agent__host_mountpoint_excluded(mps[i].s, strlen(mps[i].s)) != mps[i].want) fail_msg("mount point %s", mps[i].s);
+        if (agent__host_mountpoint_excluded(mps[i].s, strlen(mps[i].s)) != mps[i].want)
+            fail_msg("mount point %s", mps[i].s);
     assert_true(agent__host_fstype_excluded("cgroup2", 7));
     assert_true(agent__host_fstype_excluded("tracefs", 7));
     assert_false(agent__host_fstype_excluded("cgroup3", 7));
@@ -513,20 +559,38 @@ static void test_exclusions(void **state) {
     static const struct {
         const char *s;
         int want;
-    } ns[] = {{"Tcp_InErrs", 1},          {"Udp_InErrors", 1},        {"UdpLite6_InErrors", 1}, {"Ip_Forwarding", 1},
-              {"Ip_DefaultTTL", 0},       {"IpExt_InOctets", 1},      {"Ip6_OutOctets", 1},     {"IpExt_InMcastOctets", 0},
-              {"Icmp_InMsgs", 1},         {"Icmp6_OutMsgs", 1},       {"Icmp_InDestUnreachs", 0}, {"TcpExt_ListenDrops", 1},
-              {"TcpExt_SyncookiesSent", 1}, {"TcpExt_TCPSynRetrans", 1}, {"TcpExt_TCPOFODrop", 0}, {"Tcp_CurrEstab", 1},
-              {"Tcp_MaxConn", 0},         {"Udp6_NoPorts", 1},        {"UdpLite_InDatagrams", 0}, {"Udp_IgnoredMulti", 0}};
+    } ns[] = {{"Tcp_InErrs", 1},
+              {"Udp_InErrors", 1},
+              {"UdpLite6_InErrors", 1},
+              {"Ip_Forwarding", 1},
+              {"Ip_DefaultTTL", 0},
+              {"IpExt_InOctets", 1},
+              {"Ip6_OutOctets", 1},
+              {"IpExt_InMcastOctets", 0},
+              {"Icmp_InMsgs", 1},
+              {"Icmp6_OutMsgs", 1},
+              {"Icmp_InDestUnreachs", 0},
+              {"TcpExt_ListenDrops", 1},
+              {"TcpExt_SyncookiesSent", 1},
+              {"TcpExt_TCPSynRetrans", 1},
+              {"TcpExt_TCPOFODrop", 0},
+              {"Tcp_CurrEstab", 1},
+              {"Tcp_MaxConn", 0},
+              {"Udp6_NoPorts", 1},
+              {"UdpLite_InDatagrams", 0},
+              {"Udp_IgnoredMulti", 0}};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-        if (agent__host_netstat_field_wanted(ns[i].s, strlen(ns[i].s)) != ns[i].want) fail_msg("netstat %s", ns[i].s);
+        if (agent__host_netstat_field_wanted(ns[i].s, strlen(ns[i].s)) != ns[i].want)
+            fail_msg("netstat %s", ns[i].s);
     static const struct {
         const char *s;
         int want;
-    } vm[] = {{"pgfault", 1}, {"pgmajfault", 1}, {"pgpgin", 1}, {"pswpout", 1}, {"oom_kill", 1},
-              {"pgfree", 0},  {"thp_fault_alloc", 0}, {"nr_free_pages", 0}, {"pgscan_kswapd", 0}};
+    } vm[] = {{"pgfault", 1},         {"pgmajfault", 1},    {"pgpgin", 1},
+              {"pswpout", 1},         {"oom_kill", 1},      {"pgfree", 0},
+              {"thp_fault_alloc", 0}, {"nr_free_pages", 0}, {"pgscan_kswapd", 0}};
     for (size_t i = 0; i < sizeof vm / sizeof vm[0]; i++)
-        if (agent__host_vmstat_field_wanted(vm[i].s, strlen(vm[i].s)) != vm[i].want) fail_msg("vmstat %s", vm[i].s);
+        if (agent__host_vmstat_field_wanted(vm[i].s, strlen(vm[i].s)) != vm[i].want)
+            fail_msg("vmstat %s", vm[i].s);
 }
 
 static void test_small_parsers(void **state) {
@@ -581,7 +645,8 @@ static void test_small_parsers(void **state) {
     char dec[128];
     base_str dev, mnt, fst, opts;
     const char *line = "srv:/a\\040b /mnt/a\\040b\\011c\\134 nfs rw,ro 0 0";
-    assert_true(agent__host_parse_mount((base_str){line, strlen(line)}, &dev, &mnt, &fst, &opts, dec, sizeof dec));
+    assert_true(
+        agent__host_parse_mount((base_str){line, strlen(line)}, &dev, &mnt, &fst, &opts, dec, sizeof dec));
     assert_true(base_str_eqc(dev, "srv:/a\\040b")); /* only the mount point is decoded */
     assert_true(base_str_eqc(mnt, "/mnt/a b\tc\\134"));
     assert_true(base_str_eqc(fst, "nfs"));
@@ -616,8 +681,9 @@ static void test_cpu_jump_back(void **state) {
     assert_string_equal(value_of(t, "node_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"), "0.05");
     free(t);
     /* a second CPU appears: the cache starts over for all */
-    put("proc/stat", "cpu 0 0 0 0\ncpu0 4 0 1 100 1 0 0 0 0 0\ncpu1 1 1 1 1 1 1 1 1\nintr 1\nctxt 1\nbtime 1\n"
-                     "processes 1\nprocs_running 1\nprocs_blocked 0\n");
+    put("proc/stat",
+        "cpu 0 0 0 0\ncpu0 4 0 1 100 1 0 0 0 0 0\ncpu1 1 1 1 1 1 1 1 1\nintr 1\nctxt 1\nbtime 1\n"
+        "processes 1\nprocs_running 1\nprocs_blocked 0\n");
     t = run_once(h);
     assert_string_equal(value_of(t, "node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"}"), "1");
     assert_string_equal(value_of(t, "node_cpu_seconds_total{cpu=\"1\",mode=\"steal\"}"), "0.01");
@@ -654,8 +720,11 @@ static void test_devices_come_and_go(void **state) {
     assert_string_equal(value_of(t, "node_network_up{device=\"eth0\"}"), "1");
     assert_string_equal(value_of(t, "node_network_receive_nohandler_total{device=\"eth0\"}"), "20");
     assert_string_equal(value_of(t, "node_network_transmit_compressed_total{device=\"eth0\"}"), "16");
-    assert_string_equal(value_of(t, "node_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"}"), "40");
-    assert_true(has_series(t, "node_infiniband_info{board_id=\"\",device=\"mlx5_0\",firmware_version=\"\",hca_type=\"MT4123\"}"));
+    assert_string_equal(
+        value_of(t, "node_infiniband_port_data_received_bytes_total{device=\"mlx5_0\",port=\"1\"}"), "40");
+    assert_true(has_series(
+        t,
+        "node_infiniband_info{board_id=\"\",device=\"mlx5_0\",firmware_version=\"\",hca_type=\"MT4123\"}"));
     assert_string_equal(value_of(t, "node_hwmon_temp_celsius{chip=\"k10temp\",sensor=\"temp1\"}"), "41");
     free(t);
     agent_host_stats st1;
@@ -675,7 +744,8 @@ static void test_devices_come_and_go(void **state) {
 
     /* a device appears, another goes; an InfiniBand HCA goes; a chip appears */
     net_dev("eth1", 3, "up");
-    put("proc/net/dev", "h1\nh2\n  eth1: 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n  eth0: 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2\n");
+    put("proc/net/dev",
+        "h1\nh2\n  eth1: 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n  eth0: 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2\n");
     rm_tree("sys/class/infiniband/mlx5_0");
     put("sys/class/hwmon/hwmon1/name", "nvme\n");
     put("sys/class/hwmon/hwmon1/temp1_input", "30000\n");
@@ -758,13 +828,16 @@ static void test_mounts_change(void **state) {
     put("proc/1/mounts", "/dev/sda1 / ext4 rw 0 0\n");
     agent_host *h = tmp_host();
     char *t = run_once(h);
-    assert_true(has_series(t, "node_filesystem_size_bytes{device=\"/dev/sda1\",fstype=\"ext4\",mountpoint=\"/\"}"));
-    assert_false(has_series(t, "node_filesystem_size_bytes{device=\"/dev/sdb1\",fstype=\"xfs\",mountpoint=\"/data\"}"));
+    assert_true(
+        has_series(t, "node_filesystem_size_bytes{device=\"/dev/sda1\",fstype=\"ext4\",mountpoint=\"/\"}"));
+    assert_false(has_series(
+        t, "node_filesystem_size_bytes{device=\"/dev/sdb1\",fstype=\"xfs\",mountpoint=\"/data\"}"));
     free(t);
     put("proc/1/mounts", "/dev/sda1 / ext4 rw 0 0\n/dev/sdb1 /data xfs ro 0 0\n");
     t = run_once(h);
-    assert_string_equal(value_of(t, "node_filesystem_readonly{device=\"/dev/sdb1\",fstype=\"xfs\",mountpoint=\"/data\"}"),
-                        "1");
+    assert_string_equal(
+        value_of(t, "node_filesystem_readonly{device=\"/dev/sdb1\",fstype=\"xfs\",mountpoint=\"/data\"}"),
+        "1");
     free(t);
     /* /proc/1/mounts hidden (hidepid): /proc/mounts */
     char p[512];
@@ -774,7 +847,8 @@ static void test_mounts_change(void **state) {
     agent_host_free(h);
     h = tmp_host();
     t = run_once(h);
-    assert_true(has_series(t, "node_filesystem_size_bytes{device=\"/dev/sdc1\",fstype=\"ext4\",mountpoint=\"/data\"}"));
+    assert_true(has_series(
+        t, "node_filesystem_size_bytes{device=\"/dev/sdc1\",fstype=\"ext4\",mountpoint=\"/data\"}"));
     free(t);
     agent_host_free(h);
     tmp_tree_done();
@@ -791,9 +865,12 @@ static void test_stuck_statfs(void **state) {
     agent_host *h = fixture_host();
     agent_host_set_statfs(h, fake_statfs, 150);
     block_suffix = "/home";
-    const char *home_err = "node_filesystem_device_error{device=\"fileserver:/export/home\",fstype=\"nfs4\",mountpoint=\"/home\"}";
-    const char *home_size = "node_filesystem_size_bytes{device=\"fileserver:/export/home\",fstype=\"nfs4\",mountpoint=\"/home\"}";
-    const char *data_size = "node_filesystem_size_bytes{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}";
+    const char *home_err = "node_filesystem_device_error{device=\"fileserver:/export/"
+                           "home\",fstype=\"nfs4\",mountpoint=\"/home\"}";
+    const char *home_size =
+        "node_filesystem_size_bytes{device=\"fileserver:/export/home\",fstype=\"nfs4\",mountpoint=\"/home\"}";
+    const char *data_size =
+        "node_filesystem_size_bytes{device=\"/dev/nvme0n1p1\",fstype=\"xfs\",mountpoint=\"/data\"}";
     int64_t t0 = now_ms();
     char *t = run_once(h);
     int64_t dt = now_ms() - t0;
@@ -922,8 +999,8 @@ static void measure(const char *what, agent_host *h, int cycles) {
         assert_int_equal(agent_host_collect(h, &ms), 0);
     }
     double cpu = (thread_cpu_ms() - c0) / cycles, wall = (double)(now_ms() - w0) / cycles;
-    fprintf(stderr, "host cycle on %s: %.3f ms CPU (collecting thread), %.3f ms wall, %zu samples\n", what, cpu, wall,
-            ms.nsamples);
+    fprintf(stderr, "host cycle on %s: %.3f ms CPU (collecting thread), %.3f ms wall, %zu samples\n", what,
+            cpu, wall, ms.nsamples);
     /* loose: a sanitizer build on a loaded 2-core box; the point is that a
      * pathological slowdown fails */
     assert_true(cpu < 50);

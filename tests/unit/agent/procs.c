@@ -37,14 +37,16 @@ typedef struct cg_case {
 
 static const cg_case cg_cases[] = {
     /* systemd driver, v2 */
-    {"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
+    {"0::/kubepods.slice/kubepods-burstable.slice/"
+     "kubepods-burstable-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
      "cri-containerd-" HEX_A ".scope\n",
      0, UID_1, HEX_A, ""},
-    {"0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
+    {"0::/kubepods.slice/kubepods-besteffort.slice/"
+     "kubepods-besteffort-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
      "docker-" HEX_B ".scope",
      0, UID_1, HEX_B, ""},
-    {"0::/kubepods.slice/kubepods-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/crio-" HEX_C ".scope\n", 0, UID_1,
-     HEX_C, ""},
+    {"0::/kubepods.slice/kubepods-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/crio-" HEX_C ".scope\n", 0,
+     UID_1, HEX_C, ""},
     /* cgroupfs driver, v1 and v2 */
     {"4:memory:/kubepods/burstable/pod" UID_1 "/" HEX_D "\n", 0, UID_1, HEX_D, ""},
     {"0::/kubepods/pod" UID_1 "/" HEX_D "\n", 0, UID_1, HEX_D, ""},
@@ -53,14 +55,18 @@ static const cg_case cg_cases[] = {
     /* the pod level itself (a process in the sandbox cgroup) */
     {"0::/kubepods/burstable/pod" UID_1 "\n", 0, UID_1, "", ""},
     /* static pod: 32-hex UID */
-    {"0::/kubepods/pod6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b/" HEX_A "\n", 0, "6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b", HEX_A, ""},
+    {"0::/kubepods/pod6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b/" HEX_A "\n", 0, "6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b",
+     HEX_A, ""},
     /* kind: innermost container */
-    {"0::/system.slice/docker-" HEX_E ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
-     "kubelet-kubepods-besteffort-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/cri-containerd-" HEX_F ".scope\n",
+    {"0::/system.slice/docker-" HEX_E
+     ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+     "kubelet-kubepods-besteffort-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/cri-containerd-" HEX_F
+     ".scope\n",
      0, UID_1, HEX_F, ""},
     /* Slurm */
-    {"11:devices:/slurm/uid_1000/job_4242/step_0/task_0\n4:memory:/slurm/uid_1000/job_4242/step_0/task_0\n0::/\n", 0,
-     "", "", "4242"},
+    {"11:devices:/slurm/uid_1000/job_4242/step_0/task_0\n4:memory:/slurm/uid_1000/job_4242/step_0/"
+     "task_0\n0::/\n",
+     0, "", "", "4242"},
     {"0::/system.slice/slurmstepd.scope/job_987654/step_batch/user/task_0\n", 0, "", "", "987654"},
     {"4:memory:/slurm_node7/uid_0/job_12/step_extern\n", 0, "", "", "12"},
     /* not Slurm: job_ without a slurm ancestor; bad job ids */
@@ -72,7 +78,8 @@ static const cg_case cg_cases[] = {
     {"12:memory:/docker/" HEX_G "\n0::/docker/" HEX_G "\n", 0, "", HEX_G, ""},
     {"0::/user.slice/user-1000.slice/user@1000.service/libpod-" HEX_G ".scope\n", 0, "", HEX_G, ""},
     /* near misses */
-    {"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
+    {"0::/kubepods.slice/kubepods-burstable.slice/"
+     "kubepods-burstable-pod0f5a1c2e_3b4d_4e5f_8a9b_0c1d2e3f4a5b.slice/"
      "crio-conmon-" HEX_C ".scope\n",
      0, UID_1, "", ""},
     {"0::/notkube/pod" UID_1 "/" HEX_A "\n", 0, "", HEX_A, ""},
@@ -80,14 +87,18 @@ static const cg_case cg_cases[] = {
     {"0::/kubepods/burstable/pod0F5A1C2E-3B4D-4E5F-8A9B-0C1D2E3F4A5B\n", 0, "", "", ""},
     {"0::/kubepods.slice/kubepods-pod0f5a1c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b.slice\n", 0, "", "", ""},
     {"0::/docker/" HEX_G "0\n", 0, "", "", ""},
-    {"0::/docker/" "4A4B4C4D4E4F40414243444546474849404142434445464748494A4B4C4D4E4F" "\n", 0, "", "", ""},
+    {"0::/docker/"
+     "4A4B4C4D4E4F40414243444546474849404142434445464748494A4B4C4D4E4F"
+     "\n",
+     0, "", "", ""},
     {"0::/user.slice/user-1000.slice/session-3.scope\n", 0, "", "", ""},
     {"0::/\n", 0, "", "", ""},
     /* first line naming a field wins; malformed lines are skipped */
-    {"garbage\n1:name=systemd:/kubepods/pod" UID_1 "/" HEX_A "\n0::/kubepods/pod6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b/" HEX_B
-     "\n",
+    {"garbage\n1:name=systemd:/kubepods/pod" UID_1 "/" HEX_A
+     "\n0::/kubepods/pod6e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b/" HEX_B "\n",
      0, UID_1, HEX_A, ""},
-    {"x:y:/kubepods/pod" UID_1 "\n:memory:/a\n1:memory\n1:memory:relative/path\n", BASE_E_PARSE, NULL, NULL, NULL},
+    {"x:y:/kubepods/pod" UID_1 "\n:memory:/a\n1:memory\n1:memory:relative/path\n", BASE_E_PARSE, NULL, NULL,
+     NULL},
     {"", BASE_E_PARSE, NULL, NULL, NULL},
     {"\n\n\n", BASE_E_PARSE, NULL, NULL, NULL},
 };
@@ -182,7 +193,8 @@ static void test_lookup_fixture(void **state) {
     /* The second round comes from the cache. */
     agent_proc_cache_stats st0, st1;
     agent_proc_cache_stats_get(&st0);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) assert_int_equal(agent_proc_lookup(fixture_root, cases[i].pid, &p), 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(agent_proc_lookup(fixture_root, cases[i].pid, &p), 0);
     agent_proc_cache_stats_get(&st1);
     assert_int_equal(st1.hits - st0.hits, sizeof cases / sizeof cases[0]);
     assert_int_equal(st1.misses, st0.misses);
@@ -215,8 +227,8 @@ static void put(const char *root, int pid, const char *file, const char *text) {
 
 static void put_stat(const char *root, int pid, const char *comm, unsigned long long start) {
     char s[512];
-    snprintf(s, sizeof s, "%d (%s) S 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %llu 1000 10 0 0\n", pid, comm,
-             pid, pid, start);
+    snprintf(s, sizeof s, "%d (%s) S 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %llu 1000 10 0 0\n", pid,
+             comm, pid, pid, start);
     put(root, pid, "stat", s);
 }
 

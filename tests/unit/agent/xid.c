@@ -33,22 +33,28 @@ typedef struct parse_case {
 
 static const parse_case parse_cases[] = {
     {"NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.", "0000:3b:00", 79},
-    {"3,1234,5678901,-;NVRM: Xid (PCI:0000:3B:00): 13, Graphics Exception: ESR 0x405840=0x0", "0000:3b:00", 13},
-    {"4,99,1,-;NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on "
+    {"3,1234,5678901,-;NVRM: Xid (PCI:0000:3B:00): 13, Graphics Exception: ESR 0x405840=0x0", "0000:3b:00",
+     13},
+    {"4,99,1,-;NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception "
+     "on "
      "(GPC 7, TPC 7, SM 0): Illegal Instruction Parameter",
      "0000:cb:00", 13},
-    {"NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+    {"NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: "
+     "No",
      "0000:01:00", 94},
-    {"NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:02): 31, pid=9, name=a, Ch 00000008, intr 10000000. MMU Fault",
+    {"NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:02): 31, pid=9, name=a, Ch 00000008, intr 10000000. MMU "
+     "Fault",
      "0000:3b:00", 31},
-    {"[12345.678901] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.", "0000:18:00", 79},
-    {"Oct 02 10:41:07 srv kernel: NVRM: Xid (PCI:0000:3d:00): 119, pid=0, Timeout waiting for RPC", "0000:3d:00",
-     119},
+    {"[12345.678901] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, GPU has fallen off the bus.", "0000:18:00",
+     79},
+    {"Oct 02 10:41:07 srv kernel: NVRM: Xid (PCI:0000:3d:00): 119, pid=0, Timeout waiting for RPC",
+     "0000:3d:00", 119},
     {"NVRM: Xid (PCI:10000:01:1f): 48, An uncorrectable double bit error", "10000:01:1f", 48},
     {"NVRM: Xid (0000:02:00): 13, 0003 00000000 0000a297 00001b0c", "0000:02:00", 13},
     {"NVRM: Xid (PCI:0000:02:00.0): 74, NVLink: fatal error", "0000:02:00", 74},
     {"NVRM: Xid (PCI:zz): 1, x NVRM: Xid (PCI:0000:41:00): 45, pid=1, Ch 00000010", "0000:41:00", 45},
-    {"6,10,20,-;NVRM: Xid (PCI:0000:81:00): 79, x\n SUBSYSTEM=pci\n DEVICE=+pci:0000:81:00.0", "0000:81:00", 79},
+    {"6,10,20,-;NVRM: Xid (PCI:0000:81:00): 79, x\n SUBSYSTEM=pci\n DEVICE=+pci:0000:81:00.0", "0000:81:00",
+     79},
     {"NVRM: Xid (PCI:0000:3b:00):  8, pid=1", "0000:3b:00", 8},
     /* failures */
     {"NVRM: Xid (PCI:0000:3b:00): 79", NULL, 0},
@@ -104,19 +110,33 @@ static void test_parse_respects_length(void **state) {
 static void test_bdf_normalize(void **state) {
     (void)state;
     static const char *const good[][2] = {
-        {"00000000:3B:00.0", "0000:3b:00"}, {"0000:3b:00.0", "0000:3b:00"}, {"PCI:0000:3b:00", "0000:3b:00"},
-        {"3b:00.0", "0000:3b:00"},          {"3B:1F", "0000:3b:1f"},       {"0001:00:00.7", "0001:00:00"},
+        {"00000000:3B:00.0", "0000:3b:00"},
+        {"0000:3b:00.0", "0000:3b:00"},
+        {"PCI:0000:3b:00", "0000:3b:00"},
+        {"3b:00.0", "0000:3b:00"},
+        {"3B:1F", "0000:3b:1f"},
+        {"0001:00:00.7", "0001:00:00"},
         {"FFFFFFFF:FF:1F.0", "ffffffff:ff:1f"},
     };
-    static const char *const bad[] = {"", "3b", "0000:3b:00.9", "0000:3b:20", "0000:3b:00 ", "123456789:00:00",
-                                      "0000:100:00", "PCI:", "0000:3b:00.", ":3b:00", "0000:3b:00:00"};
+    static const char *const bad[] = {"",
+                                      "3b",
+                                      "0000:3b:00.9",
+                                      "0000:3b:20",
+                                      "0000:3b:00 ",
+                                      "123456789:00:00",
+                                      "0000:100:00",
+                                      "PCI:",
+                                      "0000:3b:00.",
+                                      ":3b:00",
+                                      "0000:3b:00:00"};
     char out[32];
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         assert_int_equal(agent_xid_bdf_normalize(good[i][0], strlen(good[i][0]), out), 0);
         assert_string_equal(out, good[i][1]);
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        if (agent_xid_bdf_normalize(bad[i], strlen(bad[i]), out) != BASE_E_PARSE) fail_msg("accepted %s", bad[i]);
+        if (agent_xid_bdf_normalize(bad[i], strlen(bad[i]), out) != BASE_E_PARSE)
+            fail_msg("accepted %s", bad[i]);
     }
 }
 
@@ -284,7 +304,8 @@ typedef struct hammer_arg {
 static void *hammer(void *p) {
     hammer_arg *a = p;
     for (int i = 0; i < 5000; i++)
-        agent_xid_record(a->x, "0000:3b:00.0", (unsigned)(i % 3), a->source, (int64_t)i * 3 * AGENT_XID_DEDUP_WINDOW_NS);
+        agent_xid_record(a->x, "0000:3b:00.0", (unsigned)(i % 3), a->source,
+                         (int64_t)i * 3 * AGENT_XID_DEDUP_WINDOW_NS);
     return NULL;
 }
 
@@ -318,8 +339,9 @@ static void test_messages(void **state) {
     assert_string_equal(agent_xid_message(119), "GSP RPC Timeout");
     assert_string_equal(agent_xid_message(999), "");
     assert_string_equal(agent_xid_message(100000), "");
-    static const unsigned required[] = {13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109,
-                                        119, 120, 121, 140, 143, 144, 145, 146, 147, 148, 149, 150};
+    static const unsigned required[] = {13,  31,  32,  43,  45,  48,  61,  62,  63,  64,
+                                        68,  69,  74,  79,  92,  94,  95,  109, 119, 120,
+                                        121, 140, 143, 144, 145, 146, 147, 148, 149, 150};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (agent_xid_message(required[i])[0] == '\0') fail_msg("no text for XID %u", required[i]);
 }

@@ -36,8 +36,9 @@ static void test_parse_address(void **state) {
 static void test_negotiation(void **state) {
     (void)state;
     /* Prometheus 2.42's scrape Accept header prefers OpenMetrics. */
-    assert_true(http_prefers_openmetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
-                                         "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+    assert_true(
+        http_prefers_openmetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                                 "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
     assert_false(http_prefers_openmetrics(NULL));
     assert_false(http_prefers_openmetrics("*/*"));
     assert_false(http_prefers_openmetrics("text/plain"));

@@ -24,7 +24,9 @@
 #include "labels/labels.h"
 #include "labels/labels_int.h"
 
-static base_str S(const char *s) { return base_str_c(s); }
+static base_str S(const char *s) {
+    return base_str_c(s);
+}
 
 static void test_identity(void **state) {
     (void)state;
@@ -207,7 +209,8 @@ static void *intern_worker(void *arg) {
         int k = (int)(rnd(&w->seed) % POOL);
         snprintf(buf, sizeof buf, "pool-string-%d-%s", k, k % 3 ? "value" : "v");
         labels_sym s;
-        int rc = (rnd(&w->seed) & 3) ? labels_itab_intern(w->t, S(buf), &s) : labels_itab_find(w->t, S(buf), &s);
+        int rc =
+            (rnd(&w->seed) & 3) ? labels_itab_intern(w->t, S(buf), &s) : labels_itab_find(w->t, S(buf), &s);
         if (rc == BASE_E_NOTFOUND) continue;
         if (rc != 0 || !base_str_eq(labels_itab_str(w->t, s), S(buf))) w->errors++;
         if (n == HOLD) { /* drop a random held one */
@@ -260,15 +263,15 @@ static void *set_worker_fn(void *arg) {
     for (int r = 0; r < 4000; r++) {
         snprintf(v, sizeof v, "node-%u", rnd(&w->seed) % 300);
         labels_set *ls;
-        if (labels_from_cstrs(&ls, "instance", v, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "3", "job", "dcgm",
-                              NULL) != 0) {
+        if (labels_from_cstrs(&ls, "instance", v, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "3", "job",
+                              "dcgm", NULL) != 0) {
             w->errors++;
             continue;
         }
         if (!base_str_eq(labels_get(ls, S("instance")), S(v))) w->errors++;
         labels_set *same;
-        if (labels_from_cstrs(&same, "job", "dcgm", "gpu", "3", "instance", v, "__name__", "DCGM_FI_DEV_GPU_TEMP",
-                              NULL) != 0 ||
+        if (labels_from_cstrs(&same, "job", "dcgm", "gpu", "3", "instance", v, "__name__",
+                              "DCGM_FI_DEV_GPU_TEMP", NULL) != 0 ||
             !labels_equal(ls, same) || labels_hash(ls) != labels_hash(same))
             w->errors++;
         labels_unref(same);
@@ -283,8 +286,8 @@ static void test_concurrent_sets(void **state) {
     labels_stats before, after;
     labels_stats_get(&before);
     labels_set *ref;
-    assert_int_equal(labels_from_cstrs(&ref, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "3", "instance", "node-7",
-                                       "job", "dcgm", NULL),
+    assert_int_equal(labels_from_cstrs(&ref, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "3", "instance",
+                                       "node-7", "job", "dcgm", NULL),
                      0);
     pthread_t th[THREADS];
     set_worker w[THREADS];

@@ -24,7 +24,9 @@
 #include "labels/labels.h"
 #include "labels/labels_int.h"
 
-static base_str S(const char *s) { return base_str_c(s); }
+static base_str S(const char *s) {
+    return base_str_c(s);
+}
 
 static labels_set *mk(const char *n1, ...) {
     labels_builder b;
@@ -138,7 +140,9 @@ static void test_compare(void **state) {
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) labels_unref(all[i]);
 }
 
-static uint64_t xxh(const char *s, size_t n) { return XXH3_64bits(s, n); }
+static uint64_t xxh(const char *s, size_t n) {
+    return XXH3_64bits(s, n);
+}
 
 static void test_hash(void **state) {
     (void)state;
@@ -146,11 +150,19 @@ static void test_hash(void **state) {
     labels_set *y = mk("ab", "c", NULL);
     assert_int_not_equal(labels_hash(x), labels_hash(y));
     assert_false(labels_equal(x, y));
-    assert_true(labels_hash(x) == xxh("a\xff" "bc\xff", 5));
-    assert_true(labels_hash(y) == xxh("ab\xff" "c\xff", 5));
+    assert_true(labels_hash(x) == xxh("a\xff"
+                                      "bc\xff",
+                                      5));
+    assert_true(labels_hash(y) == xxh("ab\xff"
+                                      "c\xff",
+                                      5));
     assert_true(labels_hash(labels_empty()) == xxh("", 0));
     labels_set *z = mk("b", "2", "a", "1", NULL);
-    assert_true(labels_hash(z) == xxh("a\xff" "1\xff" "b\xff" "2\xff", 8));
+    assert_true(labels_hash(z) == xxh("a\xff"
+                                      "1\xff"
+                                      "b\xff"
+                                      "2\xff",
+                                      8));
     /* a long set takes the streaming path and must give the same hash */
     char big[3000];
     memset(big, 'v', sizeof big - 1);
@@ -160,7 +172,12 @@ static void test_hash(void **state) {
     size_t n = 0;
     memcpy(flat + n, "a\xff", 2), n += 2;
     memcpy(flat + n, big, sizeof big - 1), n += sizeof big - 1;
-    memcpy(flat + n, "\xff" "b\xff" "x\xff", 5), n += 5;
+    memcpy(flat + n,
+           "\xff"
+           "b\xff"
+           "x\xff",
+           5),
+        n += 5;
     assert_true(labels_hash(l) == xxh(flat, n));
     free(flat);
     labels_unref(l);
@@ -308,9 +325,10 @@ static void test_format(void **state) {
     expect_fmt(ls, 1, "up{job=\"a\\\"b\\\\c\\n\", x=\"\\x01\\x7f\\t\"}");
     labels_unref(ls);
     /* Go's strconv.Quote on Unicode: printable kept, others escaped */
-    ls = mk("a", "h\xc3\xa9 \xf0\x9f\x98\x80", "b", "\xc2\xa0|\xe2\x80\x8b|\xee\x80\x80|\xf3\xb0\x80\x80|\xff|\xc2\xad",
-            NULL);
-    expect_fmt(ls, 0, "{a=\"h\xc3\xa9 \xf0\x9f\x98\x80\", b=\"\\u00a0|\\u200b|\\ue000|\\U000f0000|\\xff|\\u00ad\"}");
+    ls = mk("a", "h\xc3\xa9 \xf0\x9f\x98\x80", "b",
+            "\xc2\xa0|\xe2\x80\x8b|\xee\x80\x80|\xf3\xb0\x80\x80|\xff|\xc2\xad", NULL);
+    expect_fmt(ls, 0,
+               "{a=\"h\xc3\xa9 \xf0\x9f\x98\x80\", b=\"\\u00a0|\\u200b|\\ue000|\\U000f0000|\\xff|\\u00ad\"}");
     labels_unref(ls);
     /* model.Metric.String: sorted rendered strings, so a0 before a */
     ls = mk("__name__", "up", "a", "1", "a0", "2", NULL);

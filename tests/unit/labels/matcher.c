@@ -21,12 +21,15 @@
 #include "labels/labels.h"
 #include "labels/labels_int.h"
 
-static base_str S(const char *s) { return base_str_c(s); }
+static base_str S(const char *s) {
+    return base_str_c(s);
+}
 
 static labels_matcher *mk(labels_match_type t, const char *name, const char *value) {
     labels_matcher *m = NULL;
     char err[256];
-    if (labels_matcher_new(t, S(name), S(value), &m, err, sizeof err) != 0) fail_msg("matcher %s: %s", value, err);
+    if (labels_matcher_new(t, S(name), S(value), &m, err, sizeof err) != 0)
+        fail_msg("matcher %s: %s", value, err);
     return m;
 }
 
@@ -58,7 +61,8 @@ static void test_semantics(void **state) {
         labels_matcher *m = mk(rows[i].t, "a", rows[i].v);
         int got = labels_matcher_matches(m, S(rows[i].subj));
         if (got != rows[i].want)
-            fail_msg("a%s\"%s\" on \"%s\": got %d", labels_match_type_str(rows[i].t), rows[i].v, rows[i].subj, got);
+            fail_msg("a%s\"%s\" on \"%s\": got %d", labels_match_type_str(rows[i].t), rows[i].v, rows[i].subj,
+                     got);
         labels_matcher_free(m);
     }
 }
@@ -70,12 +74,12 @@ static void test_matches_empty(void **state) {
         const char *v;
         int want;
     } rows[] = {
-        {LABELS_MATCH_EQ, "", 1},      {LABELS_MATCH_EQ, "x", 0},    {LABELS_MATCH_NEQ, "", 0},
-        {LABELS_MATCH_NEQ, "x", 1},    {LABELS_MATCH_RE, "", 1},     {LABELS_MATCH_RE, ".*", 1},
-        {LABELS_MATCH_RE, ".+", 0},    {LABELS_MATCH_RE, "x|", 1},   {LABELS_MATCH_RE, "x*", 1},
-        {LABELS_MATCH_RE, "x", 0},     {LABELS_MATCH_NRE, "", 0},    {LABELS_MATCH_NRE, "x", 1},
-        {LABELS_MATCH_NRE, ".*", 0},   {LABELS_MATCH_NRE, ".+", 1},  {LABELS_MATCH_RE, "(?:)?", 1},
-        {LABELS_MATCH_RE, "\\d*", 1},  {LABELS_MATCH_RE, "\\d+", 0}, {LABELS_MATCH_RE, "^$", 1},
+        {LABELS_MATCH_EQ, "", 1},     {LABELS_MATCH_EQ, "x", 0},    {LABELS_MATCH_NEQ, "", 0},
+        {LABELS_MATCH_NEQ, "x", 1},   {LABELS_MATCH_RE, "", 1},     {LABELS_MATCH_RE, ".*", 1},
+        {LABELS_MATCH_RE, ".+", 0},   {LABELS_MATCH_RE, "x|", 1},   {LABELS_MATCH_RE, "x*", 1},
+        {LABELS_MATCH_RE, "x", 0},    {LABELS_MATCH_NRE, "", 0},    {LABELS_MATCH_NRE, "x", 1},
+        {LABELS_MATCH_NRE, ".*", 0},  {LABELS_MATCH_NRE, ".+", 1},  {LABELS_MATCH_RE, "(?:)?", 1},
+        {LABELS_MATCH_RE, "\\d*", 1}, {LABELS_MATCH_RE, "\\d+", 0}, {LABELS_MATCH_RE, "^$", 1},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         labels_matcher *m = mk(rows[i].t, "a", rows[i].v);
@@ -127,10 +131,12 @@ static void test_format_and_errors(void **state) {
     expect_fmt(LABELS_MATCH_NRE, "a", "x\"y\n", "a!~\"x\\\"y\\n\"");
     labels_matcher *m = NULL;
     char err[128];
-    assert_int_equal(labels_matcher_new(LABELS_MATCH_RE, S("a"), S("(foo"), &m, err, sizeof err), BASE_E_PARSE);
+    assert_int_equal(labels_matcher_new(LABELS_MATCH_RE, S("a"), S("(foo"), &m, err, sizeof err),
+                     BASE_E_PARSE);
     assert_string_equal(err, "error parsing regexp: missing closing ): `^(?:(foo)$`");
     assert_null(m);
-    assert_int_equal(labels_matcher_new((labels_match_type)9, S("a"), S("b"), &m, err, sizeof err), BASE_E_INVAL);
+    assert_int_equal(labels_matcher_new((labels_match_type)9, S("a"), S("b"), &m, err, sizeof err),
+                     BASE_E_INVAL);
     /* = and != never parse their value as a regex */
     m = mk(LABELS_MATCH_EQ, "a", "(");
     assert_true(labels_matcher_matches(m, S("(")));
@@ -161,10 +167,10 @@ static void *match_worker(void *arg) {
 static void test_threads(void **state) {
     (void)state;
     labels_matcher *ms[] = {
-        mk(LABELS_MATCH_RE, "a", "gpu-[0-9]+"),  /* PCRE2 */
-        mk(LABELS_MATCH_RE, "a", "node-.*"),     /* fast prefix */
+        mk(LABELS_MATCH_RE, "a", "gpu-[0-9]+"),       /* PCRE2 */
+        mk(LABELS_MATCH_RE, "a", "node-.*"),          /* fast prefix */
         mk(LABELS_MATCH_NRE, "a", "(gpu|node)-1\\d"), /* PCRE2 */
-        mk(LABELS_MATCH_RE, "a", ".*-9.*"),      /* fast contains */
+        mk(LABELS_MATCH_RE, "a", ".*-9.*"),           /* fast contains */
     };
     size_t nm = sizeof ms / sizeof *ms;
     /* expected counts, computed single-threaded */
@@ -196,7 +202,8 @@ static void test_alloc_failure(void **state) {
         labels__fail_alloc(k);
         labels_matcher *m = NULL;
         char err[128];
-        int rc = labels_matcher_new(LABELS_MATCH_RE, S("instance"), S("node-[0-9]+|gpu.*"), &m, err, sizeof err);
+        int rc =
+            labels_matcher_new(LABELS_MATCH_RE, S("instance"), S("node-[0-9]+|gpu.*"), &m, err, sizeof err);
         labels__fail_alloc(-1);
         if (rc == 0) {
             done = 1;
@@ -215,12 +222,9 @@ static void test_alloc_failure(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_semantics),
-        cmocka_unit_test(test_matches_empty),
-        cmocka_unit_test(test_on_sets),
-        cmocka_unit_test(test_format_and_errors),
-        cmocka_unit_test(test_alloc_failure),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_semantics),     cmocka_unit_test(test_matches_empty),
+        cmocka_unit_test(test_on_sets),       cmocka_unit_test(test_format_and_errors),
+        cmocka_unit_test(test_alloc_failure), cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,7 +28,9 @@
 #include "labels/labels.h"
 #include "labels/labels_int.h"
 
-static base_str S(const char *s) { return base_str_c(s); }
+static base_str S(const char *s) {
+    return base_str_c(s);
+}
 
 static labels_regex *compile(const char *pat, unsigned flags) {
     labels_regex *re = NULL;
@@ -110,11 +112,39 @@ static void test_errors(void **state) {
 static void test_accepts(void **state) {
     (void)state;
     static const char *ok[] = {
-        "", "a{,2}", "a{2", "{", "a{1000}", "(?P<name>x)(?P<name>y)", "(?i)(?-i)a", "(?ims-U:a)", "(?)",
-        "[]a]", "[^]a]", "[a-]", "[-a]", "[\\d\\D]", "[[:^alpha:][:word:]]", "\\pL\\p{Greek}\\PN\\p{^Lu}",
-        "\\Q*+?\\E", "\\x{10FFFF}", "\\x{D800}", "\\0\\07\\101", "\\_\\ \\-", "^$\\A\\z\\b\\B", "(?m)^a$",
-        "(?s).", "(?U)a*?", "x*(?i)*", "[\\x{0}-\\x{10FFFF}]", "[^\\x{0}-\\x{10FFFF}]", "\\p{Any}", "\\P{Any}",
-        "\\p{C}", "(?i)\\p{Lu}", "[a-z\\p{Han}]",
+        "",
+        "a{,2}",
+        "a{2",
+        "{",
+        "a{1000}",
+        "(?P<name>x)(?P<name>y)",
+        "(?i)(?-i)a",
+        "(?ims-U:a)",
+        "(?)",
+        "[]a]",
+        "[^]a]",
+        "[a-]",
+        "[-a]",
+        "[\\d\\D]",
+        "[[:^alpha:][:word:]]",
+        "\\pL\\p{Greek}\\PN\\p{^Lu}",
+        "\\Q*+?\\E",
+        "\\x{10FFFF}",
+        "\\x{D800}",
+        "\\0\\07\\101",
+        "\\_\\ \\-",
+        "^$\\A\\z\\b\\B",
+        "(?m)^a$",
+        "(?s).",
+        "(?U)a*?",
+        "x*(?i)*",
+        "[\\x{0}-\\x{10FFFF}]",
+        "[^\\x{0}-\\x{10FFFF}]",
+        "\\p{Any}",
+        "\\P{Any}",
+        "\\p{C}",
+        "(?i)\\p{Lu}",
+        "[a-z\\p{Han}]",
     };
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) labels_regex_free(compile(ok[i], 0));
 }
@@ -132,7 +162,8 @@ static void check_row(const row *r) {
     int got = labels_regex_match(re, s);
     if (got != r->want) fail_msg("%s on \"%s\": got %d want %d", r->pat, r->subj, got, r->want);
     int fast = labels__regex_match_fast(re, s);
-    if (fast >= 0 && fast != r->want) fail_msg("fast %s on \"%s\": got %d want %d", r->pat, r->subj, fast, r->want);
+    if (fast >= 0 && fast != r->want)
+        fail_msg("fast %s on \"%s\": got %d want %d", r->pat, r->subj, fast, r->want);
     labels_regex_free(re);
     re = compile(r->pat, LABELS_RE_NOFAST);
     got = labels_regex_match(re, s);
@@ -223,10 +254,22 @@ static void test_semantics(void **state) {
         {"\\x{e9}", "\xc3\xa9", 0, 1},
         {"\\x{D800}", "\xed\xa0\x80", 0, 0},
         /* invalid UTF-8 subjects: each bad byte is one U+FFFD */
-        {"a.c", "a\xff" "c", 0, 1},
-        {"a..c", "a\xe2\x82" "c", 0, 1},
-        {"a\\x{FFFD}c", "a\xff" "c", 0, 1},
-        {"a[^b]c", "a\xff" "c", 0, 1},
+        {"a.c",
+         "a\xff"
+         "c",
+         0, 1},
+        {"a..c",
+         "a\xe2\x82"
+         "c",
+         0, 1},
+        {"a\\x{FFFD}c",
+         "a\xff"
+         "c",
+         0, 1},
+        {"a[^b]c",
+         "a\xff"
+         "c",
+         0, 1},
         {".*", "\xff\xfe", 0, 1},
         {"a", "a\xff", 0, 0},
         /* escapes and repetition */
@@ -269,11 +312,27 @@ static void test_semantics(void **state) {
 static void test_fast_shapes(void **state) {
     (void)state;
     static const char *fast[] = {
-        "foo", "foo|bar|baz", "foo.*", ".*foo", ".*foo.*", ".*", ".+", "gpu[0-7]", "(a|b)-c.*",
-        "host.example.com:9100", "(?i)foo", "foo.*bar", "a?b", "", "(?s).*", "a.{2,4}b", "(?:x|y)(?:1|2)",
+        "foo",
+        "foo|bar|baz",
+        "foo.*",
+        ".*foo",
+        ".*foo.*",
+        ".*",
+        ".+",
+        "gpu[0-7]",
+        "(a|b)-c.*",
+        "host.example.com:9100",
+        "(?i)foo",
+        "foo.*bar",
+        "a?b",
+        "",
+        "(?s).*",
+        "a.{2,4}b",
+        "(?:x|y)(?:1|2)",
     };
     static const char *slow[] = {
-        "[a-z]+", "\\d+", "(?i)kube", "foo.*\n.*", "a*", "(a.*|b(?s:.*))", "\\x{FFFD}", "\\bfoo", "(?i)caf\xc3\xa9",
+        "[a-z]+",         "\\d+",      "(?i)kube", "foo.*\n.*",       "a*",
+        "(a.*|b(?s:.*))", "\\x{FFFD}", "\\bfoo",   "(?i)caf\xc3\xa9",
     };
     for (size_t i = 0; i < sizeof fast / sizeof *fast; i++) {
         labels_regex *re = compile(fast[i], 0);
@@ -311,13 +370,28 @@ static unsigned rnd(unsigned *s) {
 static void test_fast_agrees_with_pcre(void **state) {
     (void)state;
     static const char *pats[] = {
-        "foo", "foo|bar|baz", "foo.*", ".*foo", ".*foo.*", "f.o", ".*", ".+", "a.*b.*c", ".*a.+b", "(?i)foo",
-        "(?i)fo.*", "x?y", "(ab|cd)(ef|gh).*", "gpu[0-3]", "a.{2,4}b", ".{3}", "(?s).*a", "(?s)a.+",
-        "\xc3\xa9.*", "(?s).*\n.*", "a|b.*", "", "|a", "(a|)b", "a(?:b|c)?d", "\\.", "a\\.b.*", ".*(?i)ab.*",
-        "(?s)a.b", "f(o|oo)?", ".*o.*o.*", "(?:.*a){2}", "\xe2\x84\xaa.", "ab.*ab.*ab",
+        "foo",        "foo|bar|baz",
+        "foo.*",      ".*foo",
+        ".*foo.*",    "f.o",
+        ".*",         ".+",
+        "a.*b.*c",    ".*a.+b",
+        "(?i)foo",    "(?i)fo.*",
+        "x?y",        "(ab|cd)(ef|gh).*",
+        "gpu[0-3]",   "a.{2,4}b",
+        ".{3}",       "(?s).*a",
+        "(?s)a.+",    "\xc3\xa9.*",
+        "(?s).*\n.*", "a|b.*",
+        "",           "|a",
+        "(a|)b",      "a(?:b|c)?d",
+        "\\.",        "a\\.b.*",
+        ".*(?i)ab.*", "(?s)a.b",
+        "f(o|oo)?",   ".*o.*o.*",
+        "(?:.*a){2}", "\xe2\x84\xaa.",
+        "ab.*ab.*ab",
     };
-    static const char *alpha[] = {"a", "b", "c", "f", "o", "x", "y", "\xc3\xa9", "\n", "\xff", "\xc3", "A", "F",
-                                  "O", "g", "p", "u", "0", "3", ".", "\xe2\x84\xaa", "\xc5\xbf", "d", "e", "h"};
+    static const char *alpha[] = {
+        "a", "b", "c", "f", "o", "x", "y", "\xc3\xa9",     "\n",       "\xff", "\xc3", "A", "F",
+        "O", "g", "p", "u", "0", "3", ".", "\xe2\x84\xaa", "\xc5\xbf", "d",    "e",    "h"};
     unsigned seed = 12345;
     char subj[64];
     size_t checked = 0;
@@ -347,8 +421,8 @@ static void test_fast_agrees_with_pcre(void **state) {
     assert_true(checked > 100000);
     /* random glob-shaped patterns: concatenations of pieces that the fast
      * path handles, against random subjects */
-    static const char *pieces[] = {"a", "b", "ab", "ba", ".", ".*", ".+", "\xc3\xa9", "(a|b)", "x?", "(?:aa|b)",
-                                   "a.b", ".{1,2}", "[ab]", "(?i)A", "\n"};
+    static const char *pieces[] = {"a",     "b",  "ab",       "ba",  ".",      ".*",   ".+",    "\xc3\xa9",
+                                   "(a|b)", "x?", "(?:aa|b)", "a.b", ".{1,2}", "[ab]", "(?i)A", "\n"};
     size_t npat = 0;
     for (int k = 0; k < 400; k++) {
         char pat[128] = "";
@@ -401,7 +475,9 @@ static void test_captures(void **state) {
     labels_regex_free(re);
     /* offsets stay in the caller's bytes when invalid UTF-8 is mapped */
     re = compile("(.)(b)(.*)", LABELS_RE_CAPTURE);
-    s = (base_str){"\xff" "b\xfe\xc3\xa9", 5};
+    s = (base_str){"\xff"
+                   "b\xfe\xc3\xa9",
+                   5};
     assert_int_equal(labels_regex_exec(re, s, sp, 4), 1);
     assert_int_equal(sp[1].start, 0);
     assert_int_equal(sp[1].end, 1);
@@ -465,7 +541,9 @@ static void test_pathological(void **state) {
 static void test_alloc_failure(void **state) {
     (void)state;
     static const char *pats[] = {"(\\w+)-(?P<n>\\d+)", "foo.*|bar", "a.c"};
-    static const char *subj[] = {"gpu-12", "foobar", "a\xff" "c"};
+    static const char *subj[] = {"gpu-12", "foobar",
+                                 "a\xff"
+                                 "c"};
     labels_regex_free(compile("x", 0)); /* PCRE2's context exists before the hook */
     for (size_t p = 0; p < sizeof pats / sizeof *pats; p++) {
         int done = 0;

@@ -6,13 +6,13 @@
  * healthy next to it. Thresholds are physical ("memory junction within 4 C
  * of its limit"), not copied outputs.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -393,8 +393,13 @@ static void test_mig_layout(void **state) {
     sim_node_free(n);
 
     sim_config before = c;
-    static const char *bad[] = {"0:4g.40gb,4g.40gb", "0:3g.40gb,3g.40gb,2g.20gb", "0:9g.90gb", "9:1g.10gb",
-                                "x:1g.10gb", "0 1g.10gb", "0:1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb"};
+    static const char *bad[] = {"0:4g.40gb,4g.40gb",
+                                "0:3g.40gb,3g.40gb,2g.20gb",
+                                "0:9g.90gb",
+                                "9:1g.10gb",
+                                "x:1g.10gb",
+                                "0 1g.10gb",
+                                "0:1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         assert_true(sim_config_set_mig(&c, bad[i], strlen(bad[i]), err, sizeof err) < 0);
@@ -463,7 +468,9 @@ static void test_names(void **state) {
     assert_int_equal(sim_cuda_version("bogus"), 0);
 }
 
-static int is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+static int is_hex(char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
 
 static void test_identity(void **state) {
     (void)state;
@@ -474,10 +481,12 @@ static void test_identity(void **state) {
         assert_int_equal(sim_gpu_uuid(n, g, u, 96), 40);
         assert_memory_equal(u, "GPU-5151", 8);
         for (int i = 4; i < 40; i++) {
-            if (i == 12 || i == 17 || i == 22 || i == 27) assert_int_equal(u[i], '-');
-            else assert_true(is_hex(u[i]));
+            if (i == 12 || i == 17 || i == 22 || i == 27)
+                assert_int_equal(u[i], '-');
+            else
+                assert_true(is_hex(u[i]));
         }
-        assert_int_equal(u[18], '4'); /* version 4 */
+        assert_int_equal(u[18], '4');                                              /* version 4 */
         assert_true(u[23] == '8' || u[23] == '9' || u[23] == 'a' || u[23] == 'b'); /* variant 1 */
         for (unsigned h = 0; h < g; h++) assert_string_not_equal(seen[h], u);
         char serial[32];
@@ -527,7 +536,8 @@ static void test_bad_config(void **state) {
 static void test_fleet_cost(void **state) {
     (void)state;
     sim_node *nodes[64];
-    for (int i = 0; i < 64; i++) nodes[i] = make((sim_scenario)(i % SIM_SCENARIO__COUNT), "h100", 16, (uint64_t)i);
+    for (int i = 0; i < 64; i++)
+        nodes[i] = make((sim_scenario)(i % SIM_SCENARIO__COUNT), "h100", 16, (uint64_t)i);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (double t = 15; t <= 600; t += 15)
@@ -540,14 +550,22 @@ static void test_fleet_cost(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_deterministic),     cmocka_unit_test(test_step_size),
-        cmocka_unit_test(test_healthy),           cmocka_unit_test(test_training_dips),
-        cmocka_unit_test(test_cooling_failure),   cmocka_unit_test(test_cooling_failure_l4),
-        cmocka_unit_test(test_memory_leak),       cmocka_unit_test(test_xid_storm),
-        cmocka_unit_test(test_event_ring_overflow), cmocka_unit_test(test_ecc_degradation),
-        cmocka_unit_test(test_fell_off_bus),      cmocka_unit_test(test_mig_layout),
-        cmocka_unit_test(test_models),            cmocka_unit_test(test_names),
-        cmocka_unit_test(test_identity),          cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_step_size),
+        cmocka_unit_test(test_healthy),
+        cmocka_unit_test(test_training_dips),
+        cmocka_unit_test(test_cooling_failure),
+        cmocka_unit_test(test_cooling_failure_l4),
+        cmocka_unit_test(test_memory_leak),
+        cmocka_unit_test(test_xid_storm),
+        cmocka_unit_test(test_event_ring_overflow),
+        cmocka_unit_test(test_ecc_degradation),
+        cmocka_unit_test(test_fell_off_bus),
+        cmocka_unit_test(test_mig_layout),
+        cmocka_unit_test(test_models),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_fleet_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,8 +44,8 @@ static int setup(void **state) {
     (void)state;
     lib = dlopen(env_lib("KELVIN_SIM_LIB"), RTLD_NOW | RTLD_LOCAL);
     if (!lib) fail_msg("dlopen: %s", dlerror());
-#define X_LOAD(name, params)                                        \
-    *(void **)&p_##name = dlsym(lib, #name);                        \
+#define X_LOAD(name, params)                                                                                 \
+    *(void **)&p_##name = dlsym(lib, #name);                                                                 \
     if (!p_##name) fail_msg("missing symbol %s", #name);
     NVML_FUNCTIONS(X_LOAD)
 #undef X_LOAD
@@ -70,10 +70,12 @@ static int reset(void **state) {
 }
 
 static const char *const env_vars[] = {
-    "KELVIN_SIM_SCENARIO", "KELVIN_SIM_GPUS",        "KELVIN_SIM_MODEL",          "KELVIN_SIM_DRIVER",
-    "KELVIN_SIM_SEED",     "KELVIN_SIM_TIME_SCALE",  "KELVIN_SIM_MIG",            "KELVIN_SIM_PIDS",
-    "KELVIN_SIM_HANG_MS",  "KELVIN_SIM_INIT_ERROR",  "KELVIN_SIM_PROCESS_STRIDE", "KELVIN_SIM_LOST_AFTER",
-    "KELVIN_SIM_ONSET",    "KELVIN_SIM_FAULT_GPU",   "KELVIN_SIM_WORKLOAD",       "KELVIN_SIM_VERBOSE",
+    "KELVIN_SIM_SCENARIO",   "KELVIN_SIM_GPUS",           "KELVIN_SIM_MODEL",
+    "KELVIN_SIM_DRIVER",     "KELVIN_SIM_SEED",           "KELVIN_SIM_TIME_SCALE",
+    "KELVIN_SIM_MIG",        "KELVIN_SIM_PIDS",           "KELVIN_SIM_HANG_MS",
+    "KELVIN_SIM_INIT_ERROR", "KELVIN_SIM_PROCESS_STRIDE", "KELVIN_SIM_LOST_AFTER",
+    "KELVIN_SIM_ONSET",      "KELVIN_SIM_FAULT_GPU",      "KELVIN_SIM_WORKLOAD",
+    "KELVIN_SIM_VERBOSE",
 };
 
 /* Clears every KELVIN_SIM_* variable, then sets "NAME=value" pairs. */
@@ -92,8 +94,12 @@ static void env(const char *kv, ...) {
     va_end(ap);
 }
 
-static void init_ok(void) { assert_int_equal(N(nvmlInit_v2)(), NVML_SUCCESS); }
-static void shutdown_ok(void) { assert_int_equal(N(nvmlShutdown)(), NVML_SUCCESS); }
+static void init_ok(void) {
+    assert_int_equal(N(nvmlInit_v2)(), NVML_SUCCESS);
+}
+static void shutdown_ok(void) {
+    assert_int_equal(N(nvmlShutdown)(), NVML_SUCCESS);
+}
 
 static nvmlDevice_t dev(unsigned i) {
     nvmlDevice_t d = NULL;
@@ -126,26 +132,33 @@ static void test_symbols(void **state) {
     void *legacy = dlopen(env_lib("KELVIN_SIM_LEGACY_LIB"), RTLD_NOW | RTLD_LOCAL);
     assert_non_null(legacy);
     static const char *const newer[] = {
-        "nvmlDeviceGetMemoryInfo_v2",          "nvmlDeviceGetCurrentClocksEventReasons",
-        "nvmlDeviceGetSupportedClocksEventReasons", "nvmlDeviceGetRunningProcessDetailList",
-        "nvmlDeviceGetTemperatureV",           "nvmlDeviceGetProcessesUtilizationInfo",
-        "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetNumFans",
-        "nvmlDeviceGetGpuInstanceProfileInfoV", "nvmlGpmQueryDeviceSupport",
-        "nvmlGpmSampleAlloc",                  "nvmlGpmSampleFree",
-        "nvmlGpmSampleGet",                    "nvmlGpmMigSampleGet",
+        "nvmlDeviceGetMemoryInfo_v2",
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetSupportedClocksEventReasons",
+        "nvmlDeviceGetRunningProcessDetailList",
+        "nvmlDeviceGetTemperatureV",
+        "nvmlDeviceGetProcessesUtilizationInfo",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetNumFans",
+        "nvmlDeviceGetGpuInstanceProfileInfoV",
+        "nvmlGpmQueryDeviceSupport",
+        "nvmlGpmSampleAlloc",
+        "nvmlGpmSampleFree",
+        "nvmlGpmSampleGet",
+        "nvmlGpmMigSampleGet",
         "nvmlGpmMetricsGet",
     };
     int missing_in_legacy = 0, total = 0;
-#define X_CHECK(name, params)                                                    \
-    do {                                                                         \
-        int is_newer = 0;                                                        \
-        for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)              \
-            is_newer |= strcmp(newer[i], #name) == 0;                            \
-        void *sym = dlsym(legacy, #name);                                        \
-        if (is_newer && sym) fail_msg("legacy library exports %s", #name);       \
-        if (!is_newer && !sym) fail_msg("legacy library lacks %s", #name);       \
-        missing_in_legacy += !sym;                                               \
-        total++;                                                                 \
+#define X_CHECK(name, params)                                                                                \
+    do {                                                                                                     \
+        int is_newer = 0;                                                                                    \
+        for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++)                                          \
+            is_newer |= strcmp(newer[i], #name) == 0;                                                        \
+        void *sym = dlsym(legacy, #name);                                                                    \
+        if (is_newer && sym) fail_msg("legacy library exports %s", #name);                                   \
+        if (!is_newer && !sym) fail_msg("legacy library lacks %s", #name);                                   \
+        missing_in_legacy += !sym;                                                                           \
+        total++;                                                                                             \
     } while (0);
     NVML_FUNCTIONS(X_CHECK)
 #undef X_CHECK
@@ -157,7 +170,8 @@ static void test_symbols(void **state) {
     env("KELVIN_SIM_GPUS=2", NULL);
     nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(legacy, "nvmlInit_v2");
     nvmlReturn_t (*shut)(void) = (nvmlReturn_t(*)(void))dlsym(legacy, "nvmlShutdown");
-    nvmlReturn_t (*ver)(char *, unsigned) = (nvmlReturn_t(*)(char *, unsigned))dlsym(legacy, "nvmlSystemGetDriverVersion");
+    nvmlReturn_t (*ver)(char *, unsigned) =
+        (nvmlReturn_t(*)(char *, unsigned))dlsym(legacy, "nvmlSystemGetDriverVersion");
     nvmlReturn_t (*hbi)(unsigned, nvmlDevice_t *) =
         (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))dlsym(legacy, "nvmlDeviceGetHandleByIndex_v2");
     nvmlReturn_t (*fv)(nvmlDevice_t, int, nvmlFieldValue_t *) =
@@ -231,8 +245,8 @@ static void test_init_lifecycle(void **state) {
 
 static void test_error_strings(void **state) {
     (void)state;
-#define X_STR(name, code)                                                        \
-    assert_non_null(N(nvmlErrorString)(name));                                   \
+#define X_STR(name, code)                                                                                    \
+    assert_non_null(N(nvmlErrorString)(name));                                                               \
     if ((code) != 999) assert_string_not_equal(N(nvmlErrorString)(name), "Unknown Error");
     NVML_RETURN_MAP(X_STR)
 #undef X_STR
@@ -270,7 +284,8 @@ static void test_identity(void **state) {
     assert_int_equal(N(nvmlDeviceGetHandleByPciBusId_v2)(pci.busIdLegacy, &found), NVML_SUCCESS);
     assert_ptr_equal(found, d3);
     assert_int_equal(N(nvmlDeviceGetHandleByPciBusId_v2)("0000:FF:00.0", &found), NVML_ERROR_NOT_FOUND);
-    assert_int_equal(N(nvmlDeviceGetHandleByPciBusId_v2)("not-a-bus-id", &found), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(N(nvmlDeviceGetHandleByPciBusId_v2)("not-a-bus-id", &found),
+                     NVML_ERROR_INVALID_ARGUMENT);
     assert_int_equal(N(nvmlDeviceGetSerial)(d0, buf, sizeof buf), NVML_SUCCESS);
     assert_memory_equal(buf, "SIM", 3);
     assert_int_equal(N(nvmlDeviceGetVbiosVersion)(d0, buf, sizeof buf), NVML_SUCCESS);
@@ -298,9 +313,12 @@ static void test_identity(void **state) {
     unsigned t;
     assert_int_equal(N(nvmlDeviceGetTemperature)((nvmlDevice_t)&fake, NVML_TEMPERATURE_GPU, &t),
                      NVML_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(N(nvmlDeviceGetTemperature)(NULL, NVML_TEMPERATURE_GPU, &t), NVML_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(N(nvmlDeviceGetTemperature)(d0, NVML_TEMPERATURE_GPU, NULL), NVML_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(N(nvmlDeviceGetTemperature)(d0, (nvmlTemperatureSensors_t)1, &t), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(N(nvmlDeviceGetTemperature)(NULL, NVML_TEMPERATURE_GPU, &t),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(N(nvmlDeviceGetTemperature)(d0, NVML_TEMPERATURE_GPU, NULL),
+                     NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(N(nvmlDeviceGetTemperature)(d0, (nvmlTemperatureSensors_t)1, &t),
+                     NVML_ERROR_INVALID_ARGUMENT);
     shutdown_ok();
 }
 
@@ -323,7 +341,8 @@ static void test_readings(void **state) {
     assert_int_equal(maxclk, 1980);
     assert_true(clk > 0 && clk <= maxclk);
     assert_int_equal(N(nvmlDeviceGetClockInfo)(d, NVML_CLOCK_COUNT, &clk), NVML_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(N(nvmlDeviceGetClock)(d, NVML_CLOCK_MEM, NVML_CLOCK_ID_CUSTOMER_BOOST_MAX, &clk), NVML_SUCCESS);
+    assert_int_equal(N(nvmlDeviceGetClock)(d, NVML_CLOCK_MEM, NVML_CLOCK_ID_CUSTOMER_BOOST_MAX, &clk),
+                     NVML_SUCCESS);
     assert_int_equal(clk, 2619);
     unsigned long long e1, e2;
     assert_int_equal(N(nvmlDeviceGetTotalEnergyConsumption)(d, &e1), NVML_SUCCESS);
@@ -345,13 +364,15 @@ static void test_readings(void **state) {
     assert_true(vt.referenceTime > 0);
     assert_int_equal(N(nvmlDeviceGetViolationStatus)(d, NVML_PERF_POLICY_TOTAL_APP_CLOCKS, &vt),
                      NVML_ERROR_NOT_SUPPORTED);
-    assert_int_equal(N(nvmlDeviceGetViolationStatus)(d, (nvmlPerfPolicyType_t)99, &vt), NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(N(nvmlDeviceGetViolationStatus)(d, (nvmlPerfPolicyType_t)99, &vt),
+                     NVML_ERROR_INVALID_ARGUMENT);
     nvmlEnableState_t cur, pend;
     assert_int_equal(N(nvmlDeviceGetEccMode)(d, &cur, &pend), NVML_SUCCESS);
     assert_int_equal(cur, NVML_FEATURE_ENABLED);
     unsigned long long ecc;
-    assert_int_equal(N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &ecc),
+        NVML_SUCCESS);
     assert_int_equal(ecc, 0);
     nvmlEnableState_t st;
     assert_int_equal(N(nvmlDeviceGetNvLinkState)(d, 17, &st), NVML_SUCCESS);
@@ -406,7 +427,8 @@ static void test_struct_versions(void **state) {
     nvmlProcessesUtilizationInfo_t pu = {.version = 0x02000018};
     assert_int_equal(N(nvmlDeviceGetProcessesUtilizationInfo)(d, &pu), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     nvmlGpuInstanceProfileInfo_v2_t gp = {.version = 0x01000098};
-    assert_int_equal(N(nvmlDeviceGetGpuInstanceProfileInfoV)(d, 0, &gp), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    assert_int_equal(N(nvmlDeviceGetGpuInstanceProfileInfoV)(d, 0, &gp),
+                     NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     nvmlGpmSupport_t gs = {.version = 2};
     assert_int_equal(N(nvmlGpmQueryDeviceSupport)(d, &gs), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     shutdown_ok();
@@ -476,7 +498,8 @@ static void test_processes(void **state) {
     assert_int_equal(smp[0].pid, 111);
     assert_true(smp[0].smUtil <= 100 && smp[0].timeStamp > 0);
     cnt = 2;
-    assert_int_equal(N(nvmlDeviceGetProcessUtilization)(d0, smp, &cnt, smp[0].timeStamp), NVML_ERROR_NOT_FOUND);
+    assert_int_equal(N(nvmlDeviceGetProcessUtilization)(d0, smp, &cnt, smp[0].timeStamp),
+                     NVML_ERROR_NOT_FOUND);
     nvmlProcessUtilizationInfo_v1_t pui[2];
     nvmlProcessesUtilizationInfo_t pu = {.version = nvmlProcessesUtilizationInfo_v1};
     assert_int_equal(N(nvmlDeviceGetProcessesUtilizationInfo)(d1, &pu), NVML_ERROR_INSUFFICIENT_SIZE);
@@ -504,7 +527,8 @@ static void test_process_stride(void **state) {
     unsigned char buf[4 * 32];
     memset(buf, 0xA5, sizeof buf);
     unsigned n = 4;
-    assert_int_equal(N(nvmlDeviceGetComputeRunningProcesses_v3)(dev(0), &n, (nvmlProcessInfo_t *)buf), NVML_SUCCESS);
+    assert_int_equal(N(nvmlDeviceGetComputeRunningProcesses_v3)(dev(0), &n, (nvmlProcessInfo_t *)buf),
+                     NVML_SUCCESS);
     assert_int_equal(n, 2);
     unsigned pid0, pid1_at24, pid1_at32;
     memcpy(&pid0, buf, 4);
@@ -517,7 +541,8 @@ static void test_process_stride(void **state) {
     /* _v2 keeps 24-byte entries */
     memset(buf, 0xA5, sizeof buf);
     n = 4;
-    assert_int_equal(N(nvmlDeviceGetComputeRunningProcesses_v2)(dev(0), &n, (nvmlProcessInfo_v2_t *)buf), NVML_SUCCESS);
+    assert_int_equal(N(nvmlDeviceGetComputeRunningProcesses_v2)(dev(0), &n, (nvmlProcessInfo_v2_t *)buf),
+                     NVML_SUCCESS);
     memcpy(&pid1_at24, buf + 24, 4);
     assert_int_equal(pid1_at24, 4343);
     shutdown_ok();
@@ -533,10 +558,18 @@ static nvmlFieldValue_t *field(nvmlFieldValue_t *v, int n, unsigned id, unsigned
 static void test_field_values(void **state) {
     (void)state;
     static const unsigned ids[] = {
-        NVML_FI_DEV_MEMORY_TEMP,          NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, NVML_FI_DEV_ECC_SBE_VOL_TOTAL,
-        NVML_FI_DEV_ECC_DBE_AGG_TOTAL,    NVML_FI_DEV_PCIE_REPLAY_COUNTER,      NVML_FI_DEV_PERF_POLICY_THERMAL,
-        NVML_FI_DEV_REMAPPED_COR,         NVML_FI_DEV_RETIRED_PENDING,          NVML_FI_DEV_NVLINK_LINK_COUNT,
-        NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, NVML_FI_DEV_PCIE_COUNT_TX_BYTES, NVML_FI_DEV_POWER_INSTANT,
+        NVML_FI_DEV_MEMORY_TEMP,
+        NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+        NVML_FI_DEV_ECC_SBE_VOL_TOTAL,
+        NVML_FI_DEV_ECC_DBE_AGG_TOTAL,
+        NVML_FI_DEV_PCIE_REPLAY_COUNTER,
+        NVML_FI_DEV_PERF_POLICY_THERMAL,
+        NVML_FI_DEV_REMAPPED_COR,
+        NVML_FI_DEV_RETIRED_PENDING,
+        NVML_FI_DEV_NVLINK_LINK_COUNT,
+        NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+        NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
+        NVML_FI_DEV_POWER_INSTANT,
         9999,
     };
     enum { NF = sizeof ids / sizeof ids[0] };
@@ -546,7 +579,8 @@ static void test_field_values(void **state) {
     init_ok();
     memset(v, 0, sizeof v);
     for (int i = 0; i < NF; i++) v[i].fieldId = ids[i];
-    v[NF] = (nvmlFieldValue_t){.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = NVML_FI_SCOPE_ALL_LINKS};
+    v[NF] = (nvmlFieldValue_t){.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+                               .scopeId = NVML_FI_SCOPE_ALL_LINKS};
     v[NF + 1] = (nvmlFieldValue_t){.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = 30};
     sleep_ms(50); /* let some NVLink traffic accumulate */
     assert_int_equal(N(nvmlDeviceGetFieldValues)(dev(0), NF + 2, v), NVML_SUCCESS);
@@ -562,7 +596,8 @@ static void test_field_values(void **state) {
     assert_int_equal(field(v, NF + 2, NVML_FI_DEV_REMAPPED_COR, 0)->nvmlReturn, NVML_SUCCESS);
     f = field(v, NF + 2, NVML_FI_DEV_NVLINK_LINK_COUNT, 0);
     assert_int_equal(f->value.uiVal, 18);
-    assert_int_equal(field(v, NF + 2, NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0)->nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(field(v, NF + 2, NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0)->nvmlReturn,
+                     NVML_ERROR_NOT_SUPPORTED);
     assert_int_equal(field(v, NF + 2, NVML_FI_DEV_POWER_INSTANT, 0)->nvmlReturn, NVML_SUCCESS);
     assert_int_equal(field(v, NF + 2, 9999, 0)->nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
     f = field(v, NF + 2, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, NVML_FI_SCOPE_ALL_LINKS);
@@ -615,8 +650,8 @@ static void test_events(void **state) {
     (void)state;
     /* storm bursts every 240 model s, first at onset: at x120 that is a
      * burst every 2 s of wall time, the first 0.3 s after init */
-    env("KELVIN_SIM_GPUS=2", "KELVIN_SIM_SCENARIO=xid-storm", "KELVIN_SIM_TIME_SCALE=120", "KELVIN_SIM_ONSET=0.3",
-        "KELVIN_SIM_MIG=0:3g.40gb,2g.20gb,1g.10gb", "KELVIN_SIM_SEED=5", NULL);
+    env("KELVIN_SIM_GPUS=2", "KELVIN_SIM_SCENARIO=xid-storm", "KELVIN_SIM_TIME_SCALE=120",
+        "KELVIN_SIM_ONSET=0.3", "KELVIN_SIM_MIG=0:3g.40gb,2g.20gb,1g.10gb", "KELVIN_SIM_SEED=5", NULL);
     init_ok();
     nvmlDevice_t d0 = dev(0), d1 = dev(1);
     unsigned long long sup;
@@ -640,8 +675,9 @@ static void test_events(void **state) {
     double t0 = now_s();
     assert_int_equal(N(nvmlEventSetWait_v2)(set, &ev, 600), NVML_ERROR_TIMEOUT);
     assert_true(now_s() - t0 >= 0.55);
-    assert_int_equal(N(nvmlDeviceRegisterEvents)(d0, sup & (nvmlEventTypeXidCriticalError | nvmlEventTypePState), set),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceRegisterEvents)(d0, sup & (nvmlEventTypeXidCriticalError | nvmlEventTypePState), set),
+        NVML_SUCCESS);
     assert_int_equal(N(nvmlDeviceRegisterEvents)(d0, nvmlEventTypeXidCriticalError, other), NVML_SUCCESS);
     unsigned gis[3];
     for (unsigned k = 0; k < 3; k++) {
@@ -659,7 +695,8 @@ static void test_events(void **state) {
         assert_int_equal(ev.eventType, nvmlEventTypeXidCriticalError);
         assert_true(allowed_xid(ev.eventData));
         if (ev.gpuInstanceId != NVML_EVENT_INSTANCE_ID_ALL) {
-            assert_true(ev.gpuInstanceId == gis[0] || ev.gpuInstanceId == gis[1] || ev.gpuInstanceId == gis[2]);
+            assert_true(ev.gpuInstanceId == gis[0] || ev.gpuInstanceId == gis[1] ||
+                        ev.gpuInstanceId == gis[2]);
             assert_int_equal(ev.computeInstanceId, 0);
             assert_true(ev.eventData == 13 || ev.eventData == 31 || ev.eventData == 43);
             with_gi++;
@@ -699,11 +736,16 @@ static void test_gpm(void **state) {
     static nvmlGpmMetricsGet_t mgs;
     nvmlGpmMetricsGet_t *mg = &mgs;
     memset(mg, 0, sizeof *mg);
-    static const unsigned ids[] = {NVML_GPM_METRIC_SM_UTIL,         NVML_GPM_METRIC_ANY_TENSOR_UTIL,
-                                   NVML_GPM_METRIC_DRAM_BW_UTIL,    NVML_GPM_METRIC_FP16_UTIL,
-                                   NVML_GPM_METRIC_PCIE_RX_PER_SEC, NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
-                                   NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 17, NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 18,
-                                   NVML_GPM_METRIC_NVDEC_0_UTIL,    999};
+    static const unsigned ids[] = {NVML_GPM_METRIC_SM_UTIL,
+                                   NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+                                   NVML_GPM_METRIC_DRAM_BW_UTIL,
+                                   NVML_GPM_METRIC_FP16_UTIL,
+                                   NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+                                   NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+                                   NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 17,
+                                   NVML_GPM_METRIC_NVLINK_L0_RX_PER_SEC + 2 * 18,
+                                   NVML_GPM_METRIC_NVDEC_0_UTIL,
+                                   999};
     enum { NM = sizeof ids / sizeof ids[0] };
     mg->version = NVML_GPM_METRICS_GET_VERSION;
     mg->numMetrics = NM;
@@ -721,7 +763,7 @@ static void test_gpm(void **state) {
     assert_int_equal(mg->metrics[4].nvmlReturn, NVML_SUCCESS);
     assert_true(mg->metrics[4].value > 0); /* MiB/s */
     assert_int_equal(mg->metrics[5].nvmlReturn, NVML_SUCCESS);
-    assert_int_equal(mg->metrics[6].nvmlReturn, NVML_SUCCESS); /* link 17 exists */
+    assert_int_equal(mg->metrics[6].nvmlReturn, NVML_SUCCESS);             /* link 17 exists */
     assert_int_equal(mg->metrics[7].nvmlReturn, NVML_ERROR_NOT_SUPPORTED); /* link 18 does not */
     assert_int_equal(mg->metrics[8].nvmlReturn, NVML_SUCCESS);
     assert_int_equal(mg->metrics[9].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
@@ -752,9 +794,11 @@ static void test_gpm(void **state) {
     assert_int_equal(N(nvmlGpmMetricsGet)(mg), NVML_SUCCESS);
     assert_int_equal(mg->metrics[0].nvmlReturn, NVML_SUCCESS);
     assert_int_equal(mg->metrics[4].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
-    assert_int_equal(N(nvmlGpmMigSampleGet)(d, 1, b), NVML_ERROR_INVALID_STATE); /* GPU 0 is not in MIG mode */
+    assert_int_equal(N(nvmlGpmMigSampleGet)(d, 1, b),
+                     NVML_ERROR_INVALID_STATE); /* GPU 0 is not in MIG mode */
     assert_int_equal(N(nvmlGpmSampleGet)(d, b), NVML_SUCCESS);
-    assert_int_equal(N(nvmlGpmMetricsGet)(mg), NVML_ERROR_INVALID_ARGUMENT); /* samples of different devices */
+    assert_int_equal(N(nvmlGpmMetricsGet)(mg),
+                     NVML_ERROR_INVALID_ARGUMENT); /* samples of different devices */
 
     assert_int_equal(N(nvmlGpmSampleFree)(a), NVML_SUCCESS);
     assert_int_equal(N(nvmlGpmSampleFree)(a), NVML_ERROR_INVALID_ARGUMENT);
@@ -782,7 +826,8 @@ static void test_mig(void **state) {
     assert_int_equal(cur, NVML_DEVICE_MIG_DISABLE);
     assert_int_equal(N(nvmlDeviceGetMaxMigDeviceCount)(d0, &maxc), NVML_SUCCESS);
     assert_int_equal(maxc, 7);
-    static const char *const names[] = {"NVIDIA H100 80GB HBM3 MIG 3g.40gb", "NVIDIA H100 80GB HBM3 MIG 2g.20gb",
+    static const char *const names[] = {"NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+                                        "NVIDIA H100 80GB HBM3 MIG 2g.20gb",
                                         "NVIDIA H100 80GB HBM3 MIG 1g.10gb"};
     unsigned gi[3];
     for (unsigned k = 0; k < 3; k++) {
@@ -805,7 +850,8 @@ static void test_mig(void **state) {
         assert_int_equal(ci, 0);
         for (unsigned j = 0; j < k; j++) assert_int_not_equal(gi[j], gi[k]);
         unsigned t;
-        assert_int_equal(N(nvmlDeviceGetTemperature)(mig[k], NVML_TEMPERATURE_GPU, &t), NVML_ERROR_NOT_SUPPORTED);
+        assert_int_equal(N(nvmlDeviceGetTemperature)(mig[k], NVML_TEMPERATURE_GPU, &t),
+                         NVML_ERROR_NOT_SUPPORTED);
     }
     assert_int_equal(N(nvmlDeviceGetMigDeviceHandleByIndex)(d0, 3, &x), NVML_ERROR_NOT_FOUND);
     assert_int_equal(N(nvmlDeviceGetMigDeviceHandleByIndex)(d0, 7, &x), NVML_ERROR_INVALID_ARGUMENT);
@@ -929,8 +975,8 @@ static void test_cooling_failure(void **state) {
 
 static void test_memory_leak(void **state) {
     (void)state;
-    env("KELVIN_SIM_GPUS=1", "KELVIN_SIM_SCENARIO=memory-leak", "KELVIN_SIM_TIME_SCALE=600", "KELVIN_SIM_ONSET=0.05",
-        NULL);
+    env("KELVIN_SIM_GPUS=1", "KELVIN_SIM_SCENARIO=memory-leak", "KELVIN_SIM_TIME_SCALE=600",
+        "KELVIN_SIM_ONSET=0.05", NULL);
     init_ok();
     nvmlDevice_t d = dev(0);
     unsigned long long prev = 0;
@@ -959,17 +1005,20 @@ static void test_ecc_degradation(void **state) {
     assert_int_equal(N(nvmlDeviceRegisterEvents)(d, nvmlEventTypeXidCriticalError, set), NVML_SUCCESS);
     sleep_ms(400);
     unsigned long long sbe1, sbe2, dbe;
-    assert_int_equal(N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &sbe1),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &sbe1),
+        NVML_SUCCESS);
     nvmlEventData_t ev;
     assert_int_equal(N(nvmlEventSetWait_v2)(set, &ev, 3000), NVML_SUCCESS); /* at 1800 model s */
     assert_int_equal(ev.eventData, 48);
     assert_int_equal(N(nvmlEventSetWait_v2)(set, &ev, 100), NVML_SUCCESS);
     assert_int_equal(ev.eventData, 63);
-    assert_int_equal(N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &sbe2),
-                     NVML_SUCCESS);
-    assert_int_equal(N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &dbe),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &sbe2),
+        NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceGetTotalEccErrors)(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &dbe),
+        NVML_SUCCESS);
     assert_true(sbe1 > 0 && sbe2 > sbe1);
     assert_int_equal(dbe, 1);
     nvmlEnableState_t pending;
@@ -981,16 +1030,19 @@ static void test_ecc_degradation(void **state) {
     assert_int_equal(unc, 1);
     assert_int_equal(pend, 1);
     unsigned cnt = 0;
-    assert_int_equal(N(nvmlDeviceGetRetiredPages)(d, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &cnt, NULL),
-                     NVML_ERROR_INSUFFICIENT_SIZE);
+    assert_int_equal(
+        N(nvmlDeviceGetRetiredPages)(d, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &cnt, NULL),
+        NVML_ERROR_INSUFFICIENT_SIZE);
     assert_int_equal(cnt, 1);
     unsigned long long addr[2];
     cnt = 2;
-    assert_int_equal(N(nvmlDeviceGetRetiredPages)(d, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &cnt, addr),
-                     NVML_SUCCESS);
+    assert_int_equal(
+        N(nvmlDeviceGetRetiredPages)(d, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, &cnt, addr),
+        NVML_SUCCESS);
     assert_int_equal(cnt, 1);
     assert_int_equal(addr[0] & 0xFFF, 0);
-    nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_ECC_DBE_VOL_TOTAL}, {.fieldId = NVML_FI_DEV_RETIRED_PENDING}};
+    nvmlFieldValue_t f[2] = {{.fieldId = NVML_FI_DEV_ECC_DBE_VOL_TOTAL},
+                             {.fieldId = NVML_FI_DEV_RETIRED_PENDING}};
     assert_int_equal(N(nvmlDeviceGetFieldValues)(d, 2, f), NVML_SUCCESS);
     assert_int_equal(f[0].value.ullVal, 1);
     assert_int_equal(f[1].value.uiVal, 1);
@@ -1062,8 +1114,8 @@ static void *collector(void *p) {
 
 static void test_concurrent(void **state) {
     (void)state;
-    env("KELVIN_SIM_GPUS=4", "KELVIN_SIM_SCENARIO=xid-storm", "KELVIN_SIM_TIME_SCALE=100", "KELVIN_SIM_ONSET=0.1",
-        NULL);
+    env("KELVIN_SIM_GPUS=4", "KELVIN_SIM_SCENARIO=xid-storm", "KELVIN_SIM_TIME_SCALE=100",
+        "KELVIN_SIM_ONSET=0.1", NULL);
     init_ok();
     nvmlEventSet_t set;
     assert_int_equal(N(nvmlEventSetCreate)(&set), NVML_SUCCESS);
@@ -1086,15 +1138,24 @@ static void test_concurrent(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_symbols, reset),         cmocka_unit_test_teardown(test_init_lifecycle, reset),
-        cmocka_unit_test_teardown(test_error_strings, reset),   cmocka_unit_test_teardown(test_identity, reset),
-        cmocka_unit_test_teardown(test_readings, reset),        cmocka_unit_test_teardown(test_struct_versions, reset),
-        cmocka_unit_test_teardown(test_processes, reset),       cmocka_unit_test_teardown(test_process_stride, reset),
-        cmocka_unit_test_teardown(test_field_values, reset),    cmocka_unit_test_teardown(test_events, reset),
-        cmocka_unit_test_teardown(test_gpm, reset),             cmocka_unit_test_teardown(test_mig, reset),
-        cmocka_unit_test_teardown(test_lost, reset),            cmocka_unit_test_teardown(test_cooling_failure, reset),
-        cmocka_unit_test_teardown(test_memory_leak, reset),     cmocka_unit_test_teardown(test_ecc_degradation, reset),
-        cmocka_unit_test_teardown(test_hang_and_threads, reset), cmocka_unit_test_teardown(test_concurrent, reset),
+        cmocka_unit_test_teardown(test_symbols, reset),
+        cmocka_unit_test_teardown(test_init_lifecycle, reset),
+        cmocka_unit_test_teardown(test_error_strings, reset),
+        cmocka_unit_test_teardown(test_identity, reset),
+        cmocka_unit_test_teardown(test_readings, reset),
+        cmocka_unit_test_teardown(test_struct_versions, reset),
+        cmocka_unit_test_teardown(test_processes, reset),
+        cmocka_unit_test_teardown(test_process_stride, reset),
+        cmocka_unit_test_teardown(test_field_values, reset),
+        cmocka_unit_test_teardown(test_events, reset),
+        cmocka_unit_test_teardown(test_gpm, reset),
+        cmocka_unit_test_teardown(test_mig, reset),
+        cmocka_unit_test_teardown(test_lost, reset),
+        cmocka_unit_test_teardown(test_cooling_failure, reset),
+        cmocka_unit_test_teardown(test_memory_leak, reset),
+        cmocka_unit_test_teardown(test_ecc_degradation, reset),
+        cmocka_unit_test_teardown(test_hang_and_threads, reset),
+        cmocka_unit_test_teardown(test_concurrent, reset),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

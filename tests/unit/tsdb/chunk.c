@@ -92,8 +92,7 @@ static size_t roundtrip(const int64_t *t, const double *v, size_t n, unsigned ma
         assert_int_equal(tsdb_chunk_app_count(&a), i - start);
         base_buf_reset(&out);
         assert_int_equal(tsdb_chunk_app_finish(&a, &out), 0);
-        if (flags & TSDB_CHUNK_PROM_XOR)
-            assert_int_equal((uint8_t)out.data[0], TSDB_ENC_XOR);
+        if (flags & TSDB_CHUNK_PROM_XOR) assert_int_equal((uint8_t)out.data[0], TSDB_ENC_XOR);
         expect_samples(out.data, out.len, t + start, v + start, i - start);
         if (ret_enc) *ret_enc = (uint8_t)out.data[0];
         chunks++;
@@ -184,21 +183,19 @@ static const uint64_t specials[] = {
     0x7ff0000000000002ull, /* Prometheus stale marker */
     0x7ff8000000000000ull, /* quiet NaN */
     0x7ff8000000000001ull, 0xfff8000000000000ull, 0x7ff0000000000001ull, 0x7fffffffffffffffull,
-    0xffffffffffffffffull, 0x7ff4000000000000ull, 0xfff0000000000001ull,
-    0x7ff0000000000000ull, /* +Inf */
-    0xfff0000000000000ull, /* -Inf */
-    0x8000000000000000ull, /* -0.0 */
-    0x0000000000000000ull, /* +0.0 */
-    0x0000000000000001ull, /* smallest denormal */
-    0x000fffffffffffffull, /* largest denormal */
-    0x8000000000000001ull, 0x800fffffffffffffull,
-    0x0010000000000000ull, /* DBL_MIN */
-    0x7fefffffffffffffull, /* DBL_MAX */
+    0xffffffffffffffffull, 0x7ff4000000000000ull, 0xfff0000000000001ull, 0x7ff0000000000000ull, /* +Inf */
+    0xfff0000000000000ull,                                                                      /* -Inf */
+    0x8000000000000000ull,                                                                      /* -0.0 */
+    0x0000000000000000ull,                                                                      /* +0.0 */
+    0x0000000000000001ull,                                               /* smallest denormal */
+    0x000fffffffffffffull,                                               /* largest denormal */
+    0x8000000000000001ull, 0x800fffffffffffffull, 0x0010000000000000ull, /* DBL_MIN */
+    0x7fefffffffffffffull,                                               /* DBL_MAX */
     0xffefffffffffffffull, 0x3ff0000000000000ull, 0x3fb999999999999aull, /* 0.1 */
-    0x4340000000000000ull,                                                /* 2^53 */
-    0x4340000000000001ull,                                                /* 2^53 + 2 */
-    0xc3e0000000000000ull,                                                /* -2^63 */
-    0x3fd5555555555555ull,                                                /* 1/3 */
+    0x4340000000000000ull,                                               /* 2^53 */
+    0x4340000000000001ull,                                               /* 2^53 + 2 */
+    0xc3e0000000000000ull,                                               /* -2^63 */
+    0x3fd5555555555555ull,                                               /* 1/3 */
 };
 #define NSPECIAL (sizeof specials / sizeof specials[0])
 
@@ -270,7 +267,10 @@ static void test_random_roundtrip(void **state) {
             case 0: v[i] = bitsd(r); break;
             case 1: v[i] = (double)(r % 5); break;
             case 2: v[i] = (double)(int64_t)(r % 200001) / 1000.0 - 100; break;
-            case 3: level += (double)(r % 1000) / 100.0; v[i] = level; break;
+            case 3:
+                level += (double)(r % 1000) / 100.0;
+                v[i] = level;
+                break;
             case 4: v[i] = (double)i * 4000000.0 + (double)(r % 100000); break;
             case 5: v[i] = (r % 10 == 0) ? bitsd(specials[r % NSPECIAL]) : (double)(r % 1000); break;
             case 6: v[i] = (double)(int64_t)(r >> 11) * ((r & 1) ? 1 : -1); break; /* up to 2^53 */
@@ -366,7 +366,8 @@ static void test_65536_samples(void **state) {
 
     tsdb_chunk_app a;
     tsdb_chunk_app_init(&a, 1000000, 0); /* capped */
-    for (size_t i = 0; i < TSDB_CHUNK_MAX_SAMPLES; i++) assert_int_equal(tsdb_chunk_app_append(&a, t[i], 1), 0);
+    for (size_t i = 0; i < TSDB_CHUNK_MAX_SAMPLES; i++)
+        assert_int_equal(tsdb_chunk_app_append(&a, t[i], 1), 0);
     assert_int_equal(tsdb_chunk_app_append(&a, t[TSDB_CHUNK_MAX_SAMPLES], 1), BASE_E_LIMIT);
     tsdb_chunk_app_free(&a);
     free(t);
@@ -405,7 +406,7 @@ static void test_encoding_choice(void **state) {
     for (size_t i = 0; i < N; i++) v[i] = (double)(250000 + (int64_t)(rnd() % 40000)) / 1000; /* power W */
     assert_int_equal(enc_of(t, v, N), TSDB_ENC_DEC_DELTA | R);
     for (size_t i = 0; i < N; i++) v[i] = (double)(1234567 + (int64_t)i * 1500 + (int64_t)(rnd() % 7)) / 100;
-    assert_int_equal(enc_of(t, v, N), TSDB_ENC_DEC_DOD | R); /* CPU seconds */
+    assert_int_equal(enc_of(t, v, N), TSDB_ENC_DEC_DOD | R);               /* CPU seconds */
     for (size_t i = 0; i < N; i++) v[i] = (double)(rnd() % 1000000) / 1e6; /* ratio, 6 decimals */
     assert_int_equal(enc_of(t, v, N), TSDB_ENC_DEC_DELTA | R);
     for (size_t i = 0; i < N; i++) v[i] = bitsd(rnd() >> 2 | 0x3000000000000000ull); /* arbitrary doubles */
@@ -487,14 +488,14 @@ static void test_grid_timestamps(void **state) {
         for (size_t i = 0; i < N; i++) {
             int64_t off = 0;
             switch (shape) {
-            case 0: off = (i % 17 == 5) ? 23 : (i % 29 == 3) ? -4 : 0; break; /* Prometheus, aligned */
-            case 1: off = (int64_t)(rnd() % 11) - 5; break;                 /* unaligned jitter */
+            case 0: off = (i % 17 == 5) ? 23 : (i % 29 == 3) ? -4 : 0; break;     /* Prometheus, aligned */
+            case 1: off = (int64_t)(rnd() % 11) - 5; break;                       /* unaligned jitter */
             case 2: off = (i >= 50 ? 15000 : 0) + (i >= 100 ? 150000 : 0); break; /* missed scrapes */
-            case 3: off = i >= 70 ? 7 : 0; break;                            /* small phase shift */
-            case 4: off = i == 0 ? 9 : (i % 13 == 0 ? 2 : 0); break;        /* first interval off */
-            case 5: off = (int64_t)(i * i % 1000); break;                    /* no grid at all */
-            case 6: off = i >= 120 ? -14000 : 0; break;                      /* big shift back */
-            default: off = (int64_t)(rnd() % 3) * 7000; break;              /* half-interval jumps */
+            case 3: off = i >= 70 ? 7 : 0; break;                                 /* small phase shift */
+            case 4: off = i == 0 ? 9 : (i % 13 == 0 ? 2 : 0); break;              /* first interval off */
+            case 5: off = (int64_t)(i * i % 1000); break;                         /* no grid at all */
+            case 6: off = i >= 120 ? -14000 : 0; break;                           /* big shift back */
+            default: off = (int64_t)(rnd() % 3) * 7000; break;                    /* half-interval jumps */
             }
             t[i] = base + (int64_t)i * 15000 + off;
         }
@@ -549,7 +550,7 @@ static void test_factors(void **state) {
     expect_samples(out.data, out.len, t, v, N);
     assert_int_equal((uint8_t)out.data[0], TSDB_ENC_DEC_DELTA | TSDB_ENC_REGULAR);
     kv_header((const uint8_t *)out.data, out.len, &g, &vb);
-    assert_int_equal(vb, 2);                                     /* d */
+    assert_int_equal(vb, 2);                                    /* d */
     assert_int_equal((uint8_t)out.data[vpart_off + 1], 64 + 1); /* F: steps of 50 = 10 x 5 */
     base_buf_free(&out);
 }
@@ -585,7 +586,8 @@ static void corrupt_one(const int64_t *t, const double *v, size_t n, unsigned fl
     /* every truncation is detected */
     for (size_t k = 0; k < len; k++) {
         memcpy(copy, p, k);
-        if (drain(copy, k, NULL) == 0) fail_msg("truncation to %zu of %zu bytes (enc %02x) not detected", k, len, p[0]);
+        if (drain(copy, k, NULL) == 0)
+            fail_msg("truncation to %zu of %zu bytes (enc %02x) not detected", k, len, p[0]);
     }
     /* trailing bytes: junk always detected, zero bytes tolerated only by xor */
     memcpy(copy, p, len);
@@ -635,14 +637,14 @@ static void test_corrupt(void **state) {
         int err;
     } bad[] = {
         {{0}, 0, BASE_E_TRUNCATED},
-        {{0x00, 0x00, 0x00}, 3, BASE_E_PARSE},                   /* id 0 */
-        {{0x47, 0x00, 0x00, 0x00}, 4, BASE_E_PARSE},             /* unknown id */
-        {{0x09, 0x00, 0x00, 0x00}, 4, BASE_E_PARSE},             /* xor with the regular flag */
-        {{0x49, 0xfe, 0xff, 0x03, 0x00, 0x00, 0x00}, 7, BASE_E_PARSE}, /* n = 65535, interval 0 */
+        {{0x00, 0x00, 0x00}, 3, BASE_E_PARSE},                               /* id 0 */
+        {{0x47, 0x00, 0x00, 0x00}, 4, BASE_E_PARSE},                         /* unknown id */
+        {{0x09, 0x00, 0x00, 0x00}, 4, BASE_E_PARSE},                         /* xor with the regular flag */
+        {{0x49, 0xfe, 0xff, 0x03, 0x00, 0x00, 0x00}, 7, BASE_E_PARSE},       /* n = 65535, interval 0 */
         {{0x49, 0xff, 0xff, 0x03, 0x00, 0x01, 0x00, 0x00}, 8, BASE_E_PARSE}, /* n = 65536 */
-        {{0x49, 0x01, 0x00, 0x00, 0x00, 0x00}, 6, BASE_E_PARSE},       /* interval 0 */
-        {{0x49, 0x80, 0x00, 0x00, 0x00, 0x00}, 6, BASE_E_PARSE},       /* non-minimal varint */
-        {{0x41, 0x00, 0x00, 0x00, 0x00}, 5, BASE_E_PARSE},             /* irregular with n = 1 */
+        {{0x49, 0x01, 0x00, 0x00, 0x00, 0x00}, 6, BASE_E_PARSE},             /* interval 0 */
+        {{0x49, 0x80, 0x00, 0x00, 0x00, 0x00}, 6, BASE_E_PARSE},             /* non-minimal varint */
+        {{0x41, 0x00, 0x00, 0x00, 0x00}, 5, BASE_E_PARSE},                   /* irregular with n = 1 */
         {{0x41, 0x02, 0x00, 0x01, 0x09, 0x00}, 6, BASE_E_TRUNCATED},   /* stream longer than the chunk */
         {{0x49, 0x00, 0x00, 0x13, 0x00}, 5, BASE_E_PARSE},             /* d = 19 */
         {{0x49, 0x00, 0x00, 0xff, 0x00}, 5, BASE_E_TRUNCATED},         /* raw value cut */
@@ -723,8 +725,12 @@ static void test_snapshot(void **state) {
         tc += 1000 + (int64_t)(rnd() % 3);
         t[i] = tc;
         /* walks through const -> int -> dec(1) -> dec(3) -> exceptions -> kxor */
-        v[i] = i < 20 ? 7 : i < 60 ? (double)(i % 9) : i < 100 ? (double)i / 10 : i < 150 ? (double)i / 1000
-             : i < 200 ? (i % 3 ? (double)i : bitsd(specials[i % NSPECIAL])) : 1.0 / (double)i;
+        v[i] = i < 20    ? 7
+               : i < 60  ? (double)(i % 9)
+               : i < 100 ? (double)i / 10
+               : i < 150 ? (double)i / 1000
+               : i < 200 ? (i % 3 ? (double)i : bitsd(specials[i % NSPECIAL]))
+                         : 1.0 / (double)i;
     }
     tsdb_chunk_app a;
     tsdb_chunk_app_init(&a, N, 0);
@@ -761,8 +767,12 @@ static void test_alloc_failure(void **state) {
     double v[N];
     for (size_t i = 0; i < N; i++) {
         t[i] = 1000 * (int64_t)i;
-        v[i] = i < 5 ? 3 : i < 10 ? (double)i : i < 15 ? (double)i / 4 : i == 15 ? bitsd(specials[0])
-             : i < 100 ? 1e9 + (double)i * 123456 : 1.0 / (double)i;
+        v[i] = i < 5     ? 3
+               : i < 10  ? (double)i
+               : i < 15  ? (double)i / 4
+               : i == 15 ? bitsd(specials[0])
+               : i < 100 ? 1e9 + (double)i * 123456
+                         : 1.0 / (double)i;
     }
     for (int cut = 0; cut < 2; cut++) {
         int clean = 0;

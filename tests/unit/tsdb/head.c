@@ -9,9 +9,9 @@
  * replay time. */
 #include <ftw.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,7 +32,9 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) 
     (void)f;
     return remove(p);
 }
-static void rm_rf(const char *p) { nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+static void rm_rf(const char *p) {
+    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
 static char *mktmp(void) {
     char *d = strdup("/tmp/kelvin-head-XXXXXX");
     assert_non_null(mkdtemp(d));
@@ -63,7 +65,8 @@ static labels_matcher *mt(labels_match_type t, const char *n, const char *v) {
 }
 
 /* Number of series a select returns, and their total samples. */
-static size_t sel(tsdb_head *h, labels_matcher **ms, size_t n, int64_t mint, int64_t maxt, size_t *ret_samples) {
+static size_t sel(tsdb_head *h, labels_matcher **ms, size_t n, int64_t mint, int64_t maxt,
+                  size_t *ret_samples) {
     tsdb_series_set *ss;
     assert_int_equal(tsdb_head_select(h, ms, n, mint, maxt, &ss), 0);
     size_t k = 0, ns = 0;
@@ -103,7 +106,8 @@ static void fill(tsdb_head *h) {
     ls[n++] = mk("up", "dcgm", NULL);
     ls[n++] = mk("up", "node", NULL);
     for (int64_t t = 1; t <= 300; t++) {
-        for (size_t i = 0; i < n; i++) assert_int_equal(tsdb_head_app_add(a, ls[i], t * 1000, (double)(t + i)), 0);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(tsdb_head_app_add(a, ls[i], t * 1000, (double)(t + i)), 0);
         tsdb_append_result r;
         assert_int_equal(tsdb_head_app_commit(a, &r), 0);
         assert_int_equal(r.appended, n);
@@ -130,7 +134,7 @@ static void check_matchers(tsdb_head *h) {
     assert_int_equal(sel(h, m, 3, INT64_MIN, INT64_MAX, NULL), 4);
     m[0] = mt(LABELS_MATCH_NRE, "__name__", "t.*|p.*");
     assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 10); /* util x8 + up x2 */
-    m[0] = mt(LABELS_MATCH_EQ, "gpu", ""); /* series without gpu */
+    m[0] = mt(LABELS_MATCH_EQ, "gpu", "");                          /* series without gpu */
     assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 2);
     m[0] = mt(LABELS_MATCH_NEQ, "gpu", "3"); /* includes series without gpu */
     assert_int_equal(sel(h, m, 1, INT64_MIN, INT64_MAX, NULL), 20);
@@ -171,7 +175,8 @@ static void check_matchers(tsdb_head *h) {
     tsdb_strs *s;
     assert_int_equal(tsdb_head_label_names(h, NULL, 0, INT64_MIN, INT64_MAX, &s), 0);
     assert_int_equal(s->n, 3);
-    assert_true(base_str_eqc(s->v[0], "__name__") && base_str_eqc(s->v[1], "gpu") && base_str_eqc(s->v[2], "job"));
+    assert_true(base_str_eqc(s->v[0], "__name__") && base_str_eqc(s->v[1], "gpu") &&
+                base_str_eqc(s->v[2], "job"));
     tsdb_strs_free(s);
     assert_int_equal(tsdb_head_label_values(h, base_str_c("__name__"), NULL, 0, INT64_MIN, INT64_MAX, &s), 0);
     assert_int_equal(s->n, 4);
@@ -430,8 +435,8 @@ static void test_bench(void **st) {
         labels_set *ls;
         snprintf(buf, sizeof buf, "%zu", i);
         assert_int_equal(labels_from_cstrs(&ls, "__name__", "DCGM_FI_DEV_GPU_TEMP", "Hostname", "node-0042",
-                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance", "10.0.0.1:9400",
-                                           "modelName", "NVIDIA H100 80GB HBM3", NULL),
+                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance",
+                                           "10.0.0.1:9400", "modelName", "NVIDIA H100 80GB HBM3", NULL),
                          0);
         assert_int_equal(tsdb_head_app_add(a, ls, 0, 40.0), 0);
         labels_unref(ls);
@@ -441,8 +446,8 @@ static void test_bench(void **st) {
         labels_set *ls;
         snprintf(buf, sizeof buf, "%zu", i);
         assert_int_equal(labels_from_cstrs(&ls, "__name__", "DCGM_FI_DEV_GPU_TEMP", "Hostname", "node-0042",
-                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance", "10.0.0.1:9400",
-                                           "modelName", "NVIDIA H100 80GB HBM3", NULL),
+                                           "UUID", buf, "gpu", "3", "job", "dcgm", "instance",
+                                           "10.0.0.1:9400", "modelName", "NVIDIA H100 80GB HBM3", NULL),
                          0);
         assert_int_equal(tsdb_head_ref(h, ls, &refs[i]), 0);
         labels_unref(ls);
@@ -451,7 +456,8 @@ static void test_bench(void **st) {
     uint64_t n = 0;
     for (size_t s = 1; s < nsamp; s++) {
         for (size_t i = 0; i < nser; i++) {
-            assert_int_equal(tsdb_head_app_add_ref(a, refs[i], (int64_t)s * 15000, 40.0 + (double)((s + i) % 7)), 0);
+            assert_int_equal(
+                tsdb_head_app_add_ref(a, refs[i], (int64_t)s * 15000, 40.0 + (double)((s + i) % 7)), 0);
             if (i % 1000 == 999 || i + 1 == nser) assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
             n++;
         }
@@ -459,9 +465,10 @@ static void test_bench(void **st) {
     double dt = now_s() - t0;
     tsdb_head_stats hs;
     tsdb_head_stats_get(h, &hs);
-    printf("bench: %zu series x %zu samples: %.2f M appends/s (one thread, WAL on, batches of 1000)\n", nser, nsamp,
-           (double)n / dt / 1e6);
-    printf("bench: head bytes/series %.0f (series+open chunk %.0f, closed chunks %.0f, index %.0f, labels+strings "
+    printf("bench: %zu series x %zu samples: %.2f M appends/s (one thread, WAL on, batches of 1000)\n", nser,
+           nsamp, (double)n / dt / 1e6);
+    printf("bench: head bytes/series %.0f (series+open chunk %.0f, closed chunks %.0f, index %.0f, "
+           "labels+strings "
            "%.0f), %.2f bytes/sample in chunks\n",
            (double)hs.bytes_total / (double)hs.series, (double)hs.bytes_series / (double)hs.series,
            (double)hs.bytes_chunks / (double)hs.series, (double)hs.bytes_index / (double)hs.series,

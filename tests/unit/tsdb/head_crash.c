@@ -67,7 +67,8 @@ static int64_t verify(tsdb_head *h) {
         }
         if (T == -2) T = want - 1;
         if (want - 1 != T) {
-            fprintf(stderr, "series %zu ends at %lld, others at %lld\n", n, (long long)want - 1, (long long)T);
+            fprintf(stderr, "series %zu ends at %lld, others at %lld\n", n, (long long)want - 1,
+                    (long long)T);
             tsdb_series_set_free(ss);
             return -1;
         }
@@ -147,8 +148,8 @@ static void test_crash(void **st) {
         assert_true(T >= acked && T <= acked + 1);
         acked = T; /* the next child continues from what is there */
     }
-    printf("crash: %d rounds, %lld batches acknowledged in total, %llu replays reported a torn tail\n", ROUNDS,
-           (long long)acked, (unsigned long long)reports);
+    printf("crash: %d rounds, %lld batches acknowledged in total, %llu replays reported a torn tail\n",
+           ROUNDS, (long long)acked, (unsigned long long)reports);
     nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 }
 

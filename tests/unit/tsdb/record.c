@@ -27,8 +27,9 @@ static void test_samples_roundtrip(void **st) {
     (void)st;
     enum { N = 1000 };
     static tsdb_rec_sample in[N];
-    static const uint64_t pats[] = {0x7ff0000000000002ull, 0x7ff8000000000001ull, 0xfff0000000000000ull,
-                                    0x8000000000000000ull, 1, 0x7fefffffffffffffull};
+    static const uint64_t pats[] = {
+        0x7ff0000000000002ull, 0x7ff8000000000001ull, 0xfff0000000000000ull, 0x8000000000000000ull, 1,
+        0x7fefffffffffffffull};
     for (int i = 0; i < N; i++) {
         in[i].ref = i % 7 == 0 ? rnd() : (uint64_t)i;
         in[i].t = i % 5 == 0 ? (int64_t)rnd() : i % 11 == 0 ? INT64_MIN : 1700000000000 + i;
@@ -57,7 +58,9 @@ static void test_samples_roundtrip(void **st) {
         /* every truncation fails */
         for (size_t cut = 0; cut < b.len; cut += (b.len > 200 ? 37 : 1)) {
             int e = tsdb_rec_dec_init(&d, (const uint8_t *)b.data, cut);
-            if (!e) while ((e = tsdb_rec_dec_sample(&d, &s)) == 1) {}
+            if (!e)
+                while ((e = tsdb_rec_dec_sample(&d, &s)) == 1) {
+                }
             assert_true(e < 0);
         }
         base_buf_free(&b);
@@ -67,7 +70,8 @@ static void test_samples_roundtrip(void **st) {
 static void test_series_roundtrip(void **st) {
     (void)st;
     labels_set *a, *b2;
-    assert_int_equal(labels_from_cstrs(&a, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "0", "UUID", "GPU-abc", NULL), 0);
+    assert_int_equal(
+        labels_from_cstrs(&a, "__name__", "DCGM_FI_DEV_GPU_TEMP", "gpu", "0", "UUID", "GPU-abc", NULL), 0);
     assert_int_equal(labels_from_cstrs(&b2, "job", "x\xff\n\"", NULL), 0);
     tsdb_rec_series in[3] = {{1, a}, {UINT64_MAX, b2}, {77, labels_empty()}};
     base_buf b = BASE_BUF_INIT;
@@ -93,7 +97,9 @@ static void test_series_roundtrip(void **st) {
     assert_true(tsdb_rec_dec_sample(&d, &s) < 0);
     for (size_t cut = 0; cut < b.len; cut++) {
         int e = tsdb_rec_dec_init(&d, (const uint8_t *)b.data, cut);
-        if (!e) while ((e = tsdb_rec_dec_series(&d, &ref, &lb)) == 1) {}
+        if (!e)
+            while ((e = tsdb_rec_dec_series(&d, &ref, &lb)) == 1) {
+            }
         assert_true(e < 0);
     }
     labels_builder_free(&lb);
@@ -120,7 +126,8 @@ static void test_tombstones_and_malformed(void **st) {
     /* trailing byte */
     base_buf_putc(&b, 0);
     assert_int_equal(tsdb_rec_dec_init(&d, (const uint8_t *)b.data, b.len), 0);
-    while (tsdb_rec_dec_tombstone(&d, &t) == 1) {}
+    while (tsdb_rec_dec_tombstone(&d, &t) == 1) {
+    }
     assert_int_equal(tsdb_rec_dec_tombstone(&d, &t), BASE_E_PARSE);
     base_buf_free(&b);
     static const uint8_t badtype[] = {9, 0}, bigcount[] = {2, 0xff, 0xff, 0x03, 0},

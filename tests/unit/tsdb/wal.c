@@ -29,7 +29,9 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) 
     (void)f;
     return remove(p);
 }
-static void rm_rf(const char *p) { nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS); }
+static void rm_rf(const char *p) {
+    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static char *mktmp(void) {
     char *d = strdup("/tmp/kelvin-wal-XXXXXX");
@@ -178,7 +180,9 @@ static void test_group_commit(void **st) {
     free(dir);
 }
 
-static void seg_path(const char *dir, unsigned n, char *out) { sprintf(out, "%s/%08u", dir, n); }
+static void seg_path(const char *dir, unsigned n, char *out) {
+    sprintf(out, "%s/%08u", dir, n);
+}
 
 static off_t fsize(const char *p) {
     struct stat sb;
@@ -337,8 +341,8 @@ static void test_checkpoint(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc),         cmocka_unit_test(test_roundtrip_rolls),
-        cmocka_unit_test(test_group_commit), cmocka_unit_test(test_torn_tail),
+        cmocka_unit_test(test_crc),           cmocka_unit_test(test_roundtrip_rolls),
+        cmocka_unit_test(test_group_commit),  cmocka_unit_test(test_torn_tail),
         cmocka_unit_test(test_flipped_bytes), cmocka_unit_test(test_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
