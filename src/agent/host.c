@@ -31,6 +31,7 @@
 #include "agent/host_int.h"
 #include "base/err.h"
 #include "base/num.h"
+#include "base/utf8.h"
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -406,33 +407,7 @@ base_str agent__host_trim(base_str s) {
 }
 
 int agent__host_utf8_valid(const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned cp, min;
-        if ((c & 0xe0) == 0xc0)
-            len = 2, cp = c & 0x1f, min = 0x80;
-        else if ((c & 0xf0) == 0xe0)
-            len = 3, cp = c & 0x0f, min = 0x800;
-        else if ((c & 0xf8) == 0xf0)
-            len = 4, cp = c & 0x07, min = 0x10000;
-        else
-            return 0;
-        if (i + len > n) return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xc0) != 0x80) return 0;
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-        i += len;
-    }
-    return 1;
+    return base_utf8_valid(s, n);
 }
 
 int agent__host_parse_int_base0(base_str s, int64_t *ret) {

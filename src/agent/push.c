@@ -62,6 +62,7 @@
 #include "base/arena.h"
 #include "base/err.h"
 #include "base/num.h"
+#include "base/utf8.h"
 #include "expo/parse.h"
 
 #define PUSH_TIME_NAME "push_time_seconds"
@@ -241,37 +242,6 @@ static void put_quoted(base_buf *b, const char *s, size_t n) {
     }
     if (n > 200) base_buf_puts(b, "...");
     base_buf_putc(b, '"');
-}
-
-/* Go's utf8.ValidString. */
-static int utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            len = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3;
-            if (c == 0xE0) lo = 0xA0;
-            if (c == 0xED) hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4;
-            if (c == 0xF0) lo = 0x90;
-            if (c == 0xF4) hi = 0x8F;
-        } else
-            return 0;
-        if (n - i < len || s[i + 1] < lo || s[i + 1] > hi) return 0;
-        for (size_t k = 2; k < len; k++)
-            if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
-        i += len;
-    }
-    return 1;
 }
 
 static int label_name_ok(const char *s, size_t n) {
@@ -509,8 +479,7 @@ static int parse_path(agent_push *p, const char *path, int method, preq *req, ba
     l[k] = (plabel){"job", job, joblen};
     if (k == n) n++;
     for (size_t i = 0; i < n; i++)
-        if (memchr(l[i].value, '\0', l[i].vlen) ||
-            !utf8_valid((const unsigned char *)l[i].value, l[i].vlen)) {
+        if (memchr(l[i].value, '\0', l[i].vlen) || !base_utf8_valid(l[i].value, l[i].vlen)) {
             msgf(msg, "grouping label %s has a value that is not valid UTF-8 or holds a NUL byte\n",
                  l[i].name);
             return 400;
@@ -821,7 +790,7 @@ static int on_series(pbuild *bd, expo_parser *ps, base_buf *msg) {
         if (expo_unescape_label(lv, &bd->val)) return BASE_E_NOMEM;
         const char *v = bd->val.data ? bd->val.data : "";
         size_t vn = bd->val.len;
-        if (memchr(v, '\0', vn) || !utf8_valid((const unsigned char *)v, vn)) {
+        if (memchr(v, '\0', vn) || !base_utf8_valid(v, vn)) {
             msgf(msg, "text format parsing error: invalid label value ");
             put_quoted(msg, v, vn);
             base_buf_putc(msg, '\n');

@@ -46,6 +46,7 @@
 
 #include "base/err.h"
 #include "base/num.h"
+#include "base/utf8.h"
 
 /* ---- character classes ------------------------------------------------ */
 
@@ -525,65 +526,6 @@ static void m_u64(msgbuf *m, uint64_t v) {
     m_put(m, t, base_fmt_u64(t, v));
 }
 
-/* Decodes one UTF-8 rune as Go does (no overlongs, no surrogates, nothing
- * above U+10FFFF); returns its length, or 0 if s does not start with one. */
-static size_t utf8_rune(const unsigned char *s, size_t n, uint32_t *ret) {
-    unsigned c = s[0];
-    if (c < 0x80) {
-        *ret = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t r;
-    unsigned lo = 0x80, hi = 0xbf; /* the range of the second byte */
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2, r = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3, r = c & 0x0f;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4, r = c & 0x07;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    for (size_t k = 1; k < len; k++) {
-        unsigned d = s[k];
-        if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xbf)) return 0;
-        r = (r << 6) | (d & 0x3f);
-    }
-    *ret = r;
-    return len;
-}
-
-/* Go's utf8.Valid. */
-static int utf8_valid(const char *s, size_t n) {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        /* ASCII runs, eight bytes at a time */
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, u + i, 8);
-            if (w & UINT64_C(0x8080808080808080)) break;
-            i += 8;
-        }
-        if (i >= n) break;
-        if (u[i] < 0x80) {
-            i++;
-            continue;
-        }
-        uint32_t r;
-        size_t k = utf8_rune(u + i, n - i, &r);
-        if (!k) return 0;
-        i += k;
-    }
-    return 1;
-}
-
 /* Approximates Go's strconv.IsPrint for runes >= 0x80: Go consults the full
  * Unicode tables; we treat every assigned-looking rune as printable except
  * controls, format characters, separators and private use. Only affects
@@ -645,7 +587,7 @@ static void m_quote(msgbuf *m, const char *s, size_t n) {
     m_put(m, "\"", 1);
     for (size_t i = 0; i < n && m->n + 1 < m->cap;) {
         uint32_t r;
-        size_t k = utf8_rune(u + i, n - i, &r);
+        size_t k = base_utf8_decode(u + i, n - i, &r);
         if (!k) {
             char t[4] = {'\\', 'x', hexd[u[i] >> 4], hexd[u[i] & 15]};
             m_put(m, t, 4);
@@ -840,7 +782,8 @@ static size_t unescaped_len(base_str raw) {
 /* Adds a label whose name is lname and whose LVALUE token is current. */
 static int add_label(expo_parser *p, base_str lname, int exemplar) {
     base_str tok = tokbuf(p);
-    if (!utf8_valid(tok.p, tok.n)) return fail_msg(p, BASE_E_PARSE, p->start, "invalid UTF-8 label value");
+    if (!base_utf8_valid(tok.p, tok.n))
+        return fail_msg(p, BASE_E_PARSE, p->start, "invalid UTF-8 label value");
     base_str v = {tok.p + 1, tok.n - 2};
     size_t *n = exemplar ? &p->nelabels : &p->nlabels;
     if (*n >= p->lim.max_labels) {
@@ -1077,7 +1020,7 @@ static int meta_text(expo_parser *p, int kind) {
             m_quote(&m, s.p, s.n);
             return fail_at(p, BASE_E_PARSE, (size_t)(s.p - p->b));
         }
-    } else if (!utf8_valid(p->text.p, p->text.n)) {
+    } else if (!base_utf8_valid(p->text.p, p->text.n)) {
         return fail_msg(p, BASE_E_PARSE, (size_t)(p->text.p - p->b), "help text is not a valid utf8 string");
     }
     if ((t = tok_text(p)) != T_LINEBREAK) return perr(p, "linebreak expected after metadata", t);
@@ -1251,7 +1194,7 @@ static int meta_om(expo_parser *p, int kind) {
         }
         return finish_entry(p, EXPO_ENTRY_TYPE);
     case T_HELP:
-        if (!utf8_valid(s.p, s.n))
+        if (!base_utf8_valid(s.p, s.n))
             return fail_msg(p, BASE_E_PARSE, (size_t)(s.p - p->b), "help text is not a valid utf8 string");
         return finish_entry(p, EXPO_ENTRY_HELP);
     default: { /* UNIT */

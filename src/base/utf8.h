@@ -1,0 +1,16 @@
+/* utf8.h -- UTF-8 as Go reads it (Prometheus, node_exporter and the
+ * Pushgateway are Go programs, so Kelvin accepts and rejects exactly what
+ * they do): no overlong forms, no surrogates, nothing above U+10FFFF. */
+#ifndef KELVIN_BASE_UTF8_H
+#define KELVIN_BASE_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decodes the rune at s (n > 0 bytes available): returns its length and
+ * writes *ret, or returns 0 when s does not start with a valid rune. */
+size_t base_utf8_decode(const unsigned char *s, size_t n, uint32_t *ret);
+/* Go's utf8.Valid over s[0..n). ASCII runs are checked eight bytes at a time. */
+int base_utf8_valid(const char *s, size_t n);
+
+#endif
