@@ -74,12 +74,15 @@ struct agent_core {
     cached cache[2][2];
     atomic_uint_fast64_t scrapes;
     int64_t start_ns;
+    pthread_mutex_t gz_mu; /* guards gz */
+    struct libdeflate_compressor *gz;
 };
 
 int agent_core_new(agent_core **ret) {
     agent_core *c = calloc(1, sizeof *c);
     if (!c) return BASE_E_NOMEM;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->gz_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -296,20 +299,25 @@ static agent_body *body_new(size_t len) {
 
 /* gzip with libdeflate at level 1: about three times zlib's speed at the
  * same level, and the text still compresses about 10x. Compression runs
- * once per generation (the cache), never per scrape. */
-static agent_body *gzip_body(const agent_body *in) {
-    struct libdeflate_compressor *z = libdeflate_alloc_compressor(1);
-    if (!z) return NULL;
-    size_t cap = libdeflate_gzip_compress_bound(z, in->len);
-    agent_body *out = body_new(cap);
-    if (out) {
-        out->len = libdeflate_gzip_compress(z, in->data, in->len, out->data, cap);
-        if (out->len == 0) {
-            free(out);
-            out = NULL;
+ * once per generation (the cache), never per scrape. The compressor's
+ * tables are allocated once and reused (allocating them per body cost more
+ * than compressing). */
+static agent_body *gzip_body(agent_core *c, const agent_body *in) {
+    pthread_mutex_lock(&c->gz_mu);
+    if (!c->gz) c->gz = libdeflate_alloc_compressor(1);
+    agent_body *out = NULL;
+    if (c->gz) {
+        size_t cap = libdeflate_gzip_compress_bound(c->gz, in->len);
+        out = body_new(cap);
+        if (out) {
+            out->len = libdeflate_gzip_compress(c->gz, in->data, in->len, out->data, cap);
+            if (out->len == 0) {
+                free(out);
+                out = NULL;
+            }
         }
     }
-    libdeflate_free_compressor(z);
+    pthread_mutex_unlock(&c->gz_mu);
     return out;
 }
 
@@ -368,7 +376,7 @@ int agent_core_body(agent_core *c, expo_format fmt, int gzip, agent_body **ret) 
     }
     agent_body *out = plain;
     if (gzip) {
-        out = gzip_body(plain);
+        out = gzip_body(c, plain);
         if (!out) {
             agent_body_unref(plain);
             return BASE_E_NOMEM;
@@ -429,6 +437,8 @@ void agent_core_free(agent_core *c) {
     }
     for (int f = 0; f < 2; f++)
         for (int z = 0; z < 2; z++) agent_body_unref(c->cache[f][z].body);
+    if (c->gz) libdeflate_free_compressor(c->gz);
+    pthread_mutex_destroy(&c->gz_mu);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);

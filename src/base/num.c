@@ -221,13 +221,23 @@ int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
      * strtod would return: equality is the round-trip test, with no printf
      * and no strtod. The first k that works gives the fewest digits. */
     if (a >= 1e-5 && a < 1e15) {
-        static const double p10[] = {1e0, 1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
-                                     1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
-        for (int k = 1; k < 18; k++) {
+        /* Powers of ten are exact doubles up to 1e22. */
+        static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+        for (int k = 1; k < 23; k++) {
             double sc = a * p10[k];
             if (sc >= 9007199254740992.0) break; /* m must stay exact (< 2^53) */
+            /* a * 10^k is itself rounded, so the wanted integer may be
+             * one away from the nearest to the product. */
             double m = nearbyint(sc);
-            if (m / p10[k] != a) continue;
+            if (m / p10[k] != a) {
+                if ((m + 1) / p10[k] == a)
+                    m += 1;
+                else if (m >= 1 && (m - 1) / p10[k] == a)
+                    m -= 1;
+                else
+                    continue;
+            }
             char tmp[24];
             int n = (int)base_fmt_u64(tmp, (uint64_t)m);
             *ret_exp10 = n - 1 - k;

@@ -147,6 +147,29 @@ static void test_fmt_round_trip(void **state) {
     }
 }
 
+/* Short decimals (the common case, served by the fast path): the output
+ * reads back exactly and never has more significant digits than the
+ * decimal the value was made from. */
+static void test_fmt_short_decimals(void **state) {
+    (void)state;
+    static const double p10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    char out[BASE_FMT_DOUBLE_MAX], digits[20];
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t m = x % 1000000000000ull; /* up to 12 digits */
+        double v = (double)m / p10[(x >> 40) % 10];
+        size_t n = base_fmt_double_g(out, v);
+        double back;
+        assert_int_equal(base_parse_double(out, n, &back), 0);
+        if (memcmp(&back, &v, sizeof v) != 0) fail_msg("%.17g -> %s", v, out);
+        if (v == 0) continue;
+        int exp10, nd = base_shortest_digits(v, digits, &exp10), md = 0;
+        for (uint64_t t = m; t; t /= 10) md++;
+        if (nd > md) fail_msg("%.17g: %d digits, the decimal it came from has %d", v, nd, md);
+    }
+}
+
 static void test_parse_double(void **state) {
     (void)state;
     static const struct {
@@ -286,9 +309,13 @@ static void test_shortest_digits(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fmt_g),           cmocka_unit_test(test_fmt_f),
-        cmocka_unit_test(test_fmt_round_trip),  cmocka_unit_test(test_parse_double),
-        cmocka_unit_test(test_parse_ints),      cmocka_unit_test(test_fmt_ints),
+        cmocka_unit_test(test_fmt_g),
+        cmocka_unit_test(test_fmt_f),
+        cmocka_unit_test(test_fmt_round_trip),
+        cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_fmt_short_decimals),
+        cmocka_unit_test(test_parse_ints),
+        cmocka_unit_test(test_fmt_ints),
         cmocka_unit_test(test_shortest_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
