@@ -23,13 +23,19 @@
 #include "base/err.h"
 #include "base/time.h"
 
-#define MAX_SLOTS  16
-#define MAX_GROUPS 8
+#define MAX_SLOTS      16
+#define MAX_GROUPS     8
+/* A format nobody has scraped for this long is no longer rendered each
+ * cycle (Prometheus asks for OpenMetrics, curl and node_exporter-era
+ * scrapers for text: most agents serve one of the two). The first scrape
+ * of a format not rendered lately runs the collectors once at once. */
+#define FORMAT_IDLE_NS (600LL * 1000000000LL)
 
 typedef struct frag {
     atomic_int refs;
     struct slot *slot;
     base_buf text, om;
+    int has[2]; /* which formats were rendered (see wanted_formats) */
     int64_t mono_ns;
 } frag;
 
@@ -74,7 +80,9 @@ struct agent_core {
     cached cache[2][2];
     atomic_uint_fast64_t scrapes;
     int64_t start_ns;
-    pthread_mutex_t gz_mu; /* guards gz */
+    _Atomic int64_t last_req[2]; /* monotonic time each format was last scraped */
+    int64_t format_idle_ns;      /* FORMAT_IDLE_NS, or a test's value */
+    pthread_mutex_t gz_mu;       /* guards gz */
     struct libdeflate_compressor *gz;
 };
 
@@ -83,6 +91,7 @@ int agent_core_new(agent_core **ret) {
     if (!c) return BASE_E_NOMEM;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->gz_mu, NULL);
+    c->format_idle_ns = FORMAT_IDLE_NS;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -159,8 +168,10 @@ static void run_slot(agent_core *c, slot *s) {
         base_buf_reset(&f->om);
         expo_mset *one = &s->ms;
         /* The OpenMetrics fragment has no "# EOF": composition adds it. */
-        expo_write(&one, 1, EXPO_FMT_TEXT, &f->text);
-        expo_write(&one, 1, EXPO_FMT_OPENMETRICS, &f->om);
+        int64_t now = base_mono_ns();
+        for (int k = 0; k < 2; k++) f->has[k] = now - atomic_load(&c->last_req[k]) < c->format_idle_ns;
+        if (f->has[EXPO_FMT_TEXT]) expo_write(&one, 1, EXPO_FMT_TEXT, &f->text);
+        if (f->has[EXPO_FMT_OPENMETRICS]) expo_write(&one, 1, EXPO_FMT_OPENMETRICS, &f->om);
         if (f->om.len >= 6) f->om.len -= 6;
         rc = f->text.err ? f->text.err : f->om.err;
         f->mono_ns = base_mono_ns();
@@ -178,7 +189,7 @@ static void run_slot(agent_core *c, slot *s) {
         s->cur = f;
         s->st.last_success_unix_ms = base_unix_ms();
         s->st.last_samples = s->ms.nsamples;
-        s->st.last_bytes = f->text.len;
+        s->st.last_bytes = f->has[EXPO_FMT_TEXT] ? f->text.len : f->om.len;
         c->gen++;
     } else {
         s->st.errors++;
@@ -221,6 +232,8 @@ static void *group_main(void *arg) {
 
 int agent_core_start(agent_core *c, int64_t wait_first_ms) {
     c->start_ns = base_mono_ns();
+    atomic_store(&c->last_req[0], c->start_ns);
+    atomic_store(&c->last_req[1], c->start_ns);
     for (size_t i = 0; i < c->ngroups; i++) {
         if (pthread_create(&c->groups[i].thread, NULL, group_main, &c->groups[i]) != 0) {
             agent_core_stop(c);
@@ -241,6 +254,10 @@ int agent_core_start(agent_core *c, int64_t wait_first_ms) {
     }
     pthread_mutex_unlock(&c->mu);
     return 0;
+}
+
+void agent_core_set_format_idle(agent_core *c, int64_t ms) {
+    c->format_idle_ns = ms * 1000000;
 }
 
 int agent_core_refresh(agent_core *c, const char *gname, int64_t wait_ms) {
@@ -323,15 +340,32 @@ static agent_body *gzip_body(agent_core *c, const agent_body *in) {
 
 int agent_core_body(agent_core *c, expo_format fmt, int gzip, agent_body **ret) {
     atomic_fetch_add(&c->scrapes, 1);
+    atomic_store(&c->last_req[fmt], base_mono_ns());
     frag *frags[MAX_SLOTS];
     size_t nf = 0;
     uint32_t mask = 0;
     pthread_mutex_lock(&c->mu);
-    int64_t now = base_mono_ns();
-    for (size_t i = 0; i < c->nslots; i++) {
-        slot *s = &c->slots[i];
-        s->st.stale = slot_stale(c, s, now);
-        if (s->cur && !s->st.stale) mask |= 1u << i;
+    for (int attempt = 0;; attempt++) {
+        int64_t now = base_mono_ns();
+        const char *lacking[MAX_GROUPS];
+        size_t nl = 0;
+        mask = 0;
+        for (size_t i = 0; i < c->nslots; i++) {
+            slot *s = &c->slots[i];
+            s->st.stale = slot_stale(c, s, now);
+            if (!s->cur || s->st.stale) continue;
+            if (s->cur->has[fmt]) {
+                mask |= 1u << i;
+            } else if (nl < MAX_GROUPS && (nl == 0 || lacking[nl - 1] != s->group->name)) {
+                lacking[nl++] = s->group->name;
+            }
+        }
+        if (!nl || attempt) break;
+        /* This format was not rendered lately: have those groups run a
+         * cycle now (it renders the format, as it was just requested). */
+        pthread_mutex_unlock(&c->mu);
+        for (size_t k = 0; k < nl; k++) agent_core_refresh(c, lacking[k], 2000);
+        pthread_mutex_lock(&c->mu);
     }
     uint64_t gen = c->gen;
     cached *ce = &c->cache[fmt][gzip ? 1 : 0];

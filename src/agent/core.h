@@ -13,6 +13,10 @@
  * call, say) is left out of scrapes rather than served as if current; the
  * self metrics say which collector is stale.
  *
+ * Formats on demand: a format is rendered only while someone scrapes it
+ * (agent_core_set_format_idle), so an agent scraped by Prometheus
+ * (OpenMetrics) does not also render text every cycle.
+ *
  * Thread-safety: everything here may be called from any thread once
  * agent_core_start() has returned, except agent_core_free().
  */
@@ -52,6 +56,10 @@ int agent_core_new(agent_core **ret);
 /* Adds a collector to the named group (created on first use with this
  * interval). Call before agent_core_start(). col is copied. */
 int agent_core_add(agent_core *c, const char *group, int64_t interval_ms, const agent_collector *col);
+/* How long a format (text, OpenMetrics) keeps being rendered every cycle
+ * after it was last scraped (default 10 minutes; call before start). A
+ * format not rendered lately costs its first scraper one collection cycle. */
+void agent_core_set_format_idle(agent_core *c, int64_t ms);
 /* Starts the group threads, each running its first cycle at once, and
  * waits up to wait_first_ms for every group's first snapshot, so the first
  * scrape normally has data; a group stuck in a driver call does not hold

@@ -148,10 +148,43 @@ static void test_hung_collector(void **state) {
     agent_core_free(c); /* joins the slow thread once its call returns */
 }
 
+/* A format nobody scraped lately is not rendered; its first scrape runs
+ * the collectors at once and gets complete data. */
+static void test_formats_on_demand(void **state) {
+    (void)state;
+    fake a = {.name = "a_value", .value = 5, .mu = PTHREAD_MUTEX_INITIALIZER};
+    agent_core *c;
+    assert_int_equal(agent_core_new(&c), 0);
+    agent_collector ca = {"a", fake_collect, &a};
+    assert_int_equal(agent_core_add(c, "g", 60000, &ca), 0);
+    agent_core_set_format_idle(c, 1000);
+    assert_int_equal(agent_core_start(c, 2000), 0);
+    usleep(1300000);
+    assert_int_equal(agent_core_refresh(c, "g", 2000), 0); /* renders neither format now */
+    pthread_mutex_lock(&a.mu);
+    unsigned before = a.calls;
+    pthread_mutex_unlock(&a.mu);
+    for (int fmt = 0; fmt < 2; fmt++) {
+        char *t = body_text(c, (expo_format)fmt);
+        assert_non_null(strstr(t, "a_value{k=\"v\"} 5\n"));
+        free(t);
+    }
+    pthread_mutex_lock(&a.mu);
+    assert_int_equal(a.calls, before + 2); /* one extra cycle per format */
+    pthread_mutex_unlock(&a.mu);
+    char *t = body_text(c, EXPO_FMT_TEXT); /* rendered now: no further cycle */
+    free(t);
+    pthread_mutex_lock(&a.mu);
+    assert_int_equal(a.calls, before + 2);
+    pthread_mutex_unlock(&a.mu);
+    agent_core_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compose_and_cache),
         cmocka_unit_test(test_hung_collector),
+        cmocka_unit_test(test_formats_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
