@@ -232,8 +232,9 @@ static void *group_main(void *arg) {
 
 int agent_core_start(agent_core *c, int64_t wait_first_ms) {
     c->start_ns = base_mono_ns();
-    atomic_store(&c->last_req[0], c->start_ns);
-    atomic_store(&c->last_req[1], c->start_ns);
+    /* Text is rendered from the start; OpenMetrics from its first scrape. */
+    atomic_store(&c->last_req[EXPO_FMT_TEXT], c->start_ns);
+    atomic_store(&c->last_req[EXPO_FMT_OPENMETRICS], c->start_ns - c->format_idle_ns - 1);
     for (size_t i = 0; i < c->ngroups; i++) {
         if (pthread_create(&c->groups[i].thread, NULL, group_main, &c->groups[i]) != 0) {
             agent_core_stop(c);
