@@ -53,7 +53,8 @@ static const char *const self_names[SELF__COUNT] = {
     "process_start_time_seconds",
     "process_virtual_memory_bytes",
 };
-#define M(i) (&agent_catalog_self.metrics[i])
+#define M(i)           (&agent_catalog_self.metrics[i])
+#define OPEN_FDS_EVERY 10
 
 struct agent_self {
     agent_core *core;
@@ -61,6 +62,8 @@ struct agent_self {
     char fd_dir[256];
     double start_time;
     long clk_tck, page;
+    int open_fds; /* last count, -1 before the first */
+    int fd_cycle;
 };
 
 static double boot_time(const char *procfs) {
@@ -105,6 +108,7 @@ int agent_self_new(agent_core *core, const char *procfs, agent_self **ret) {
     agent_self *s = calloc(1, sizeof *s);
     if (!s) return BASE_E_NOMEM;
     s->core = core;
+    s->open_fds = -1;
     char path[256];
     snprintf(path, sizeof path, "%s/self/stat", procfs);
     s->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -171,16 +175,22 @@ int agent_self_collect(void *ctx, expo_mset *ms) {
         struct rlimit rl;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
             expo_mset_add(ms, fam(ms, M(SELF_MAX_FDS)), "", NULL, NULL, (double)rl.rlim_cur);
-        DIR *d = opendir(s->fd_dir);
-        if (d) {
-            int count = 0;
-            struct dirent *e;
-            while ((e = readdir(d)))
-                if (e->d_name[0] != '.') count++;
-            closedir(d);
-            expo_mset_add(ms, fam(ms, M(SELF_OPEN_FDS)), "", NULL, NULL,
-                          count - 1); /* minus the dir's own fd */
+        /* Listing /proc/self/fd costs the kernel ~0.3 ms with the host
+         * collector's ~130 descriptors held open, more than everything else
+         * here together: count them every OPEN_FDS_EVERY cycles. */
+        if (s->open_fds < 0 || ++s->fd_cycle >= OPEN_FDS_EVERY) {
+            s->fd_cycle = 0;
+            DIR *d = opendir(s->fd_dir);
+            if (d) {
+                int count = 0;
+                struct dirent *e;
+                while ((e = readdir(d)))
+                    if (e->d_name[0] != '.') count++;
+                closedir(d);
+                s->open_fds = count - 1; /* minus the listing's own descriptor */
+            }
         }
+        if (s->open_fds >= 0) expo_mset_add(ms, fam(ms, M(SELF_OPEN_FDS)), "", NULL, NULL, s->open_fds);
         if (rss) expo_mset_add(ms, fam(ms, M(SELF_RSS)), "", NULL, NULL, strtod(rss, NULL) * (double)s->page);
         if (s->start_time > 0) expo_mset_add(ms, fam(ms, M(SELF_START)), "", NULL, NULL, s->start_time);
         if (vs) expo_mset_add(ms, fam(ms, M(SELF_VMEM)), "", NULL, NULL, strtod(vs, NULL));
