@@ -47,7 +47,7 @@
 static atomic_int counting;
 static atomic_long n_allocs;
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 void __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
                                                void (*free_hook)(const volatile void *));
 static void on_malloc(const volatile void *p, size_t n) {
