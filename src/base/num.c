@@ -254,7 +254,10 @@ int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
      * is lopsided and the nearest may miss while a neighbour reads back
      * (Go's shortest formatting picks that neighbour). */
     char tmp[48];
-    for (int prec = a < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
+    /* In the fast path's range it already ruled out every decimal of up to
+     * 15 digits (and most of 16), so start at 16 there. */
+    int first = a < DBL_MIN ? 1 : (a >= 1e-5 && a < 1e15) ? 16 : 15;
+    for (int prec = first; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, a);
         int exp10, n = split_exp(tmp, digits, &exp10);
         int ok = prec == 17 || strtod(tmp, NULL) == a;

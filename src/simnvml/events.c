@@ -119,10 +119,10 @@ static nvmlReturn_t wait_event(nvmlEventSet_t set, nvmlEventData_t *data, unsign
         simnvml__leave(NVML_SUCCESS);
         int64_t left = deadline - base_mono_ns();
         if (left <= 0) return NVML_ERROR_TIMEOUT;
-        /* Poll the model ten times a second: the driver blocks in the
-         * kernel; a simulator that spun here would bill the agent's
-         * benchmark for its own busy-waiting. */
-        if (left > 100000000) left = 100000000;
+        /* Poll the model twice a second: the driver blocks in the kernel;
+         * a simulator that polled often would bill the agent's benchmark
+         * for its own busy-waiting. XIDs reach the agent within 0.5 s. */
+        if (left > 500000000) left = 500000000;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)left};
         nanosleep(&ts, NULL);
     }
