@@ -11,7 +11,6 @@
  * fuzz corpus seeds for fuzz/tsdb_block_index.c there. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,27 +25,14 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "base/err.h"
 #include "labels/labels.h"
 #include "tsdb/block.h"
 #include "tsdb/block_int.h"
 #include "tsdb/chunk.h"
 #include "tsdb/head.h"
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-    (void)sb;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-static void rm_rf(const char *p) {
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-static char *mktmp(void) {
-    char *d = strdup("/tmp/kelvin-block-XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
 
 static const uint64_t STALE = 0x7ff0000000000002ull;
 static double bitsd(uint64_t b) {
@@ -183,7 +169,7 @@ static void test_ulid(void **st) {
 
 static void test_roundtrip(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = fill(40, 500, 1000000);
     int64_t mint = 1000000, maxt = 1000000 + 500 * 15000;
     tsdb_block_meta m;
@@ -253,7 +239,7 @@ static void test_roundtrip(void **st) {
     /* bad arguments, and an unsorted source */
     assert_int_equal(tsdb_block_write_head(dir, h, 5, 5, NULL, NULL, err, sizeof err), BASE_E_INVAL);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -282,7 +268,7 @@ static int dup_sample(void *ctx, int64_t *t, double *v) {
 
 static void test_bad_source(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     int k = 0;
     tsdb_series_src s = {&k, dup_next, dup_sample};
     char err[256] = "";
@@ -308,7 +294,7 @@ static void same_strs(const tsdb_strs *a, const tsdb_strs *b) {
 
 static void test_matchers(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = fill(40, 60, 0);
     tsdb_block_meta m;
     char err[256];
@@ -360,7 +346,7 @@ static void test_matchers(void **st) {
     tsdb_strs_free(y);
     tsdb_block_close(b);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -385,7 +371,7 @@ static void spit(const char *p, const uint8_t *d, size_t n) {
 
 static void test_corruption(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = fill(6, 300, 0);
     tsdb_block_meta m1, m2;
     char err[256], p[512], id[27];
@@ -495,13 +481,13 @@ static void test_corruption(void **st) {
     free(c);
     free(orig);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
 static void test_compaction(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = fill(30, 480, 0); /* 2 h */
     int64_t hr = 3600000;
     tsdb_block_meta m[4];
@@ -535,7 +521,7 @@ static void test_compaction(void **st) {
     for (int i = 0; i < 3; i++) tsdb_block_close(b[i]);
     tsdb_block_close(c);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -579,7 +565,7 @@ static int count_blocks(const char *dir) {
 
 static void test_retention_apply(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = fill(4, 480, 0);
     int64_t hr = 3600000;
     tsdb_block_meta m[4];
@@ -613,13 +599,13 @@ static void test_retention_apply(void **st) {
     assert_int_equal(deleted, 1);
     assert_int_equal(count_blocks(dir), 1); /* the damaged one */
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
 static void test_lock(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_dir_lock *l, *l2;
     char err[256];
     assert_int_equal(tsdb_dir_lock_take(dir, &l, err, sizeof err), 0);
@@ -638,7 +624,7 @@ static void test_lock(void **st) {
     tsdb_dir_lock_release(l);
     assert_int_equal(tsdb_dir_lock_take(dir, &l2, err, sizeof err), 0);
     tsdb_dir_lock_release(l2);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -647,7 +633,7 @@ static void test_lock(void **st) {
  * compacted block. */
 static void test_bytes_per_sample(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("block");
     tsdb_head *h = hnew();
     const int hours = 3, n = hours * 240, ngpu = 8, nm = 30, nhost = 60;
     int ns = ngpu * nm + nhost;
@@ -738,7 +724,7 @@ static void test_bytes_per_sample(void **st) {
     free(ls);
     free(state);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 

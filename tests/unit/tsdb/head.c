@@ -7,7 +7,6 @@
  * with -fsanitize=thread to run it under TSan), and with
  * KELVIN_TSDB_BENCH=1 the measurements: appends/s, bytes per series,
  * replay time. */
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,25 +20,12 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "base/err.h"
 #include "labels/labels.h"
 #include "tsdb/head.h"
 #include "tsdb/head_int.h"
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-    (void)sb;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-static void rm_rf(const char *p) {
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-static char *mktmp(void) {
-    char *d = strdup("/tmp/kelvin-head-XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
 
 static tsdb_head *hopen(const char *dir) {
     tsdb_head_opts o = {.wal_dir = dir};
@@ -293,7 +279,7 @@ static void test_collisions(void **st) {
 
 static void test_restart_and_checkpoint(void **st) {
     (void)st;
-    char *dir = mktmp(), err[256];
+    char *dir = kelvin_tmpdir("head"), err[256];
     tsdb_head *h = hopen(dir);
     fill(h);
     tsdb_head_close(h);
@@ -328,7 +314,7 @@ static void test_restart_and_checkpoint(void **st) {
     assert_int_equal(hs.replay_rejected, 0);
     labels_unref(ls);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -389,7 +375,7 @@ static void *read_thread(void *p) {
 
 static void test_concurrency(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("head");
     tsdb_head *h = hopen(dir);
     _Atomic int stop = 0;
     pthread_t th[NW + 2];
@@ -409,7 +395,7 @@ static void test_concurrency(void **st) {
     assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), NW * NSER);
     assert_int_equal(ns, NW * NSER * NT);
     tsdb_head_close(h);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -426,7 +412,7 @@ static void test_bench(void **st) {
     const char *b = getenv("KELVIN_TSDB_BENCH");
     int full = b && b[0] == '1';
     size_t nser = full ? 100000 : 2000, nsamp = full ? 240 : 20;
-    char *dir = mktmp(), buf[32];
+    char *dir = kelvin_tmpdir("head"), buf[32];
     tsdb_head *h = hopen(dir);
     tsdb_head_app *a;
     assert_int_equal(tsdb_head_app_new(h, &a), 0);
@@ -483,7 +469,7 @@ static void test_bench(void **st) {
     printf("bench: replay of %zu series x %zu samples: %.2f s\n", nser, nsamp, dt);
     tsdb_head_close(h);
     free(refs);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 

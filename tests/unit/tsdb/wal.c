@@ -6,7 +6,6 @@
  * and in an older segment, and a checkpoint followed by more records. */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,24 +19,10 @@
 
 #include <cmocka.h>
 
+#include "tmpdir.h"
+
 #include "base/err.h"
 #include "tsdb/wal.h"
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-    (void)sb;
-    (void)flag;
-    (void)f;
-    return remove(p);
-}
-static void rm_rf(const char *p) {
-    nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static char *mktmp(void) {
-    char *d = strdup("/tmp/kelvin-wal-XXXXXX");
-    assert_non_null(mkdtemp(d));
-    return d;
-}
 
 /* A record: "rec <i> " then i % 300 bytes of pattern. */
 static size_t mkrec(char *buf, unsigned i) {
@@ -99,7 +84,7 @@ static void test_crc(void **st) {
 
 static void test_roundtrip_rolls(void **st) {
     (void)st;
-    char *dir = mktmp(), buf[512];
+    char *dir = kelvin_tmpdir("wal"), buf[512];
     tsdb_wal *w = wopen(dir, 4096, NULL, NULL);
     for (unsigned i = 0; i < 500; i++) assert_int_equal(tsdb_wal_log(w, buf, mkrec(buf, i)), 0);
     tsdb_wal_stats ws;
@@ -122,7 +107,7 @@ static void test_roundtrip_rolls(void **st) {
     check_seq(&c, 500, 10);
     tsdb_wal_close(w);
     coll_free(&c);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -144,7 +129,7 @@ static void *writer(void *p) {
 
 static void test_group_commit(void **st) {
     (void)st;
-    char *dir = mktmp();
+    char *dir = kelvin_tmpdir("wal");
     tsdb_wal *w = wopen(dir, 1 << 16, NULL, NULL);
     pthread_t th[NTHR];
     thr a[NTHR];
@@ -176,7 +161,7 @@ static void test_group_commit(void **st) {
     }
     tsdb_wal_close(w);
     coll_free(&c);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -192,7 +177,7 @@ static off_t fsize(const char *p) {
 
 static void test_torn_tail(void **st) {
     (void)st;
-    char *dir = mktmp(), buf[512], path[512];
+    char *dir = kelvin_tmpdir("wal"), buf[512], path[512];
     tsdb_wal *w = wopen(dir, 1 << 20, NULL, NULL);
     for (unsigned i = 0; i < 20; i++) assert_int_equal(tsdb_wal_log(w, buf, mkrec(buf, i)), 0);
     tsdb_wal_close(w);
@@ -204,7 +189,7 @@ static void test_torn_tail(void **st) {
     assert_int_equal(read(fd, orig, (size_t)full), full);
     close(fd);
     for (off_t cut = full - last; cut < full; cut++) {
-        char *d2 = mktmp(), p2[512];
+        char *d2 = kelvin_tmpdir("wal"), p2[512];
         seg_path(d2, 1, p2);
         fd = open(p2, O_WRONLY | O_CREAT, 0644);
         assert_int_equal(write(fd, orig, (size_t)cut), cut);
@@ -228,11 +213,11 @@ static void test_torn_tail(void **st) {
         assert_int_equal(rep.corruptions, 0);
         tsdb_wal_close(w);
         coll_free(&c);
-        rm_rf(d2);
+        kelvin_rm_rf(d2);
         free(d2);
     }
     free(orig);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
@@ -247,7 +232,7 @@ static void flip(const char *path, off_t off) {
 
 static void test_flipped_bytes(void **st) {
     (void)st;
-    char *dir = mktmp(), buf[512], path[512];
+    char *dir = kelvin_tmpdir("wal"), buf[512], path[512];
     tsdb_wal *w = wopen(dir, 4096, NULL, NULL);
     for (unsigned i = 0; i < 200; i++) assert_int_equal(tsdb_wal_log(w, buf, mkrec(buf, i)), 0);
     tsdb_wal_stats ws;
@@ -291,13 +276,13 @@ static void test_flipped_bytes(void **st) {
         assert_memory_equal(c.recs[c.n - 1], want, l);
     }
     coll_free(&c);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
 static void test_checkpoint(void **st) {
     (void)st;
-    char *dir = mktmp(), buf[512], err[256];
+    char *dir = kelvin_tmpdir("wal"), buf[512], err[256];
     tsdb_wal *w = wopen(dir, 2048, NULL, NULL);
     for (unsigned i = 0; i < 100; i++) assert_int_equal(tsdb_wal_log(w, buf, mkrec(buf, i)), 0);
     tsdb_wal_ckpt *c;
@@ -335,7 +320,7 @@ static void test_checkpoint(void **st) {
     assert_int_equal(cl.n, 1);
     tsdb_wal_close(w);
     coll_free(&cl);
-    rm_rf(dir);
+    kelvin_rm_rf(dir);
     free(dir);
 }
 
