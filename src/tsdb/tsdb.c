@@ -1,2 +1,0 @@
-/* tsdb.c -- placeholder until the module lands. */
-typedef int tsdb__placeholder;
