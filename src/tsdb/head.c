@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "tsdb/chunk.h"
@@ -78,8 +79,17 @@ static void series_put(hseries *s) {
 
 /* ---- open-addressing series tables -------------------------------------- */
 
+/* A slot keeps its series' key (ref for byref, hash for byhash) beside the
+ * pointer, so a probe touches only the slot array until the key matches:
+ * lookups by ref (every sample on the append and replay paths) cost about
+ * one cache miss instead of one per probed series. */
+typedef struct sslot {
+    uint64_t key;
+    hseries *s; /* NULL: empty */
+} sslot;
+
 typedef struct smap {
-    hseries **slot;
+    sslot *slot;
     uint32_t cap, n; /* cap: power of two or 0 */
 } smap;
 
@@ -93,45 +103,49 @@ static inline uint64_t mix64(uint64_t x) {
 }
 
 static inline uint64_t skey(const hseries *s, int byref) {
-    return byref ? mix64(s->ref) : s->hash;
+    return byref ? s->ref : s->hash;
+}
+/* Home slot of a key. */
+static inline uint32_t shome(uint64_t key, int byref, uint32_t mask) {
+    return (uint32_t)(byref ? mix64(key) : key) & mask;
 }
 
 static int smap_put(smap *m, hseries *s, int byref) {
     if ((m->n + 1) * 4 > (uint64_t)m->cap * 3) {
         uint32_t ncap = m->cap ? m->cap * 2 : 16;
-        hseries **ns = calloc(ncap, sizeof *ns);
+        sslot *ns = calloc(ncap, sizeof *ns);
         if (!ns) return BASE_E_NOMEM;
         for (uint32_t i = 0; i < m->cap; i++) {
-            hseries *x = m->slot[i];
-            if (!x) continue;
-            uint32_t j = (uint32_t)skey(x, byref) & (ncap - 1);
-            while (ns[j]) j = (j + 1) & (ncap - 1);
-            ns[j] = x;
+            if (!m->slot[i].s) continue;
+            uint32_t j = shome(m->slot[i].key, byref, ncap - 1);
+            while (ns[j].s) j = (j + 1) & (ncap - 1);
+            ns[j] = m->slot[i];
         }
         free(m->slot);
         m->slot = ns;
         m->cap = ncap;
     }
-    uint32_t j = (uint32_t)skey(s, byref) & (m->cap - 1);
-    while (m->slot[j]) j = (j + 1) & (m->cap - 1);
-    m->slot[j] = s;
+    uint64_t key = skey(s, byref);
+    uint32_t j = shome(key, byref, m->cap - 1);
+    while (m->slot[j].s) j = (j + 1) & (m->cap - 1);
+    m->slot[j] = (sslot){key, s};
     m->n++;
     return 0;
 }
 
 static void smap_del(smap *m, hseries *s, int byref) {
     if (!m->cap) return;
-    uint32_t mask = m->cap - 1, i = (uint32_t)skey(s, byref) & mask;
-    while (m->slot[i] && m->slot[i] != s) i = (i + 1) & mask;
-    if (!m->slot[i]) return;
-    m->slot[i] = NULL;
+    uint32_t mask = m->cap - 1, i = shome(skey(s, byref), byref, mask);
+    while (m->slot[i].s && m->slot[i].s != s) i = (i + 1) & mask;
+    if (!m->slot[i].s) return;
+    m->slot[i] = (sslot){0, NULL};
     m->n--;
     /* backward-shift deletion keeps probe chains intact */
-    for (uint32_t j = (i + 1) & mask; m->slot[j]; j = (j + 1) & mask) {
-        uint32_t home = (uint32_t)skey(m->slot[j], byref) & mask;
+    for (uint32_t j = (i + 1) & mask; m->slot[j].s; j = (j + 1) & mask) {
+        uint32_t home = shome(m->slot[j].key, byref, mask);
         if (((j - home) & mask) >= ((j - i) & mask)) {
             m->slot[i] = m->slot[j];
-            m->slot[j] = NULL;
+            m->slot[j] = (sslot){0, NULL};
             i = j;
         }
     }
@@ -140,16 +154,16 @@ static void smap_del(smap *m, hseries *s, int byref) {
 static hseries *smap_get_ref(const smap *m, uint64_t ref) {
     if (!m->cap) return NULL;
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = (uint32_t)mix64(ref) & mask; m->slot[i]; i = (i + 1) & mask)
-        if (m->slot[i]->ref == ref) return m->slot[i];
+    for (uint32_t i = shome(ref, 1, mask); m->slot[i].s; i = (i + 1) & mask)
+        if (m->slot[i].key == ref) return m->slot[i].s;
     return NULL;
 }
 
 static hseries *smap_get_hash(const smap *m, uint64_t hash, const labels_set *ls) {
     if (!m->cap) return NULL;
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = (uint32_t)hash & mask; m->slot[i]; i = (i + 1) & mask)
-        if (m->slot[i]->hash == hash && labels_equal(m->slot[i]->ls, ls)) return m->slot[i];
+    for (uint32_t i = shome(hash, 0, mask); m->slot[i].s; i = (i + 1) & mask)
+        if (m->slot[i].key == hash && labels_equal(m->slot[i].s->ls, ls)) return m->slot[i].s;
     return NULL;
 }
 
@@ -366,8 +380,10 @@ static hseries *series_create(tsdb_head *h, const labels_set *ls, uint64_t hash,
 
 enum { AP_OK, AP_NOOP, AP_OOO, AP_DUP, AP_OLD, AP_NOMEM };
 
-/* Appends one sample (commit_mu held; takes the stripe lock). */
-static int series_append(tsdb_head *h, hseries *s, int64_t t, double v) {
+/* Appends one sample (commit_mu held, or a replay worker that owns s;
+ * takes the stripe lock). cut: scratch for cutting a chunk, one per
+ * thread. */
+static int series_append_cut(tsdb_head *h, hseries *s, int64_t t, double v, base_buf *cut) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
     if (t < h->min_valid) return AP_OLD;
@@ -390,16 +406,16 @@ static int series_append(tsdb_head *h, hseries *s, int64_t t, double v) {
             s->ch = c;
             s->capch = nc;
         }
-        base_buf_reset(&h->cut);
+        base_buf_reset(cut);
         uint32_t n = tsdb_chunk_app_count(&s->app);
         int64_t maxt = tsdb_chunk_app_maxt(&s->app);
         uint8_t *data = NULL;
-        if (tsdb_chunk_app_finish(&s->app, &h->cut) || !(data = malloc(h->cut.len))) {
+        if (tsdb_chunk_app_finish(&s->app, cut) || !(data = malloc(cut->len))) {
             r = AP_NOMEM; /* finish leaves the appender unchanged on error */
             goto out;
         }
-        memcpy(data, h->cut.data, h->cut.len);
-        s->ch[s->nch++] = (hchunk){s->open_mint, maxt, data, (uint32_t)h->cut.len, n};
+        memcpy(data, cut->data, cut->len);
+        s->ch[s->nch++] = (hchunk){s->open_mint, maxt, data, (uint32_t)cut->len, n};
     }
     if (tsdb_chunk_app_append(&s->app, t, v)) {
         r = AP_NOMEM;
@@ -411,6 +427,10 @@ static int series_append(tsdb_head *h, hseries *s, int64_t t, double v) {
 out:
     pthread_mutex_unlock(mu);
     return r;
+}
+
+static int series_append(tsdb_head *h, hseries *s, int64_t t, double v) {
+    return series_append_cut(h, s, t, v, &h->cut);
 }
 
 static void count(tsdb_append_result *r, int ap) {
@@ -628,6 +648,34 @@ int tsdb_head_ref(tsdb_head *h, const labels_set *ls, uint64_t *ret_ref) {
 
 /* ---- replay ------------------------------------------------------------- */
 
+/* Replay runs on the thread that opens the WAL (the reader: the WAL reads
+ * and CRC-checks frames in order and calls replay_rec) and, when more than
+ * one core is online, on nw - 1 helper threads. Series records are applied
+ * by the reader. Sample records are copied into a batch; when it is full,
+ * or before a series record is applied, the batch is handed to all nw
+ * workers (the reader is worker 0): each decodes every record of the batch
+ * in order and applies only the samples of the series it owns (series ref
+ * % nw), then they meet at a barrier. So each series' samples are applied
+ * by one thread in WAL order, series exist before later samples refer to
+ * them and not before earlier ones, and the tables and the alias map are
+ * read-only while workers run: the result equals a sequential replay. */
+
+int tsdb__head_replay_threads;
+
+#define REPLAY_MAX_WORKERS 4
+#define REPLAY_BATCH_BYTES ((size_t)4 << 20)
+
+struct replay;
+
+typedef struct rworker {
+    struct replay *rp;
+    pthread_t th;
+    unsigned id;
+    base_buf cut;      /* chunk cut scratch (worker 0 uses h->cut) */
+    uint64_t rejected; /* samples not applied, summed after each batch */
+    int err;
+} rworker;
+
 typedef struct replay {
     tsdb_head *h;
     labels_builder b;
@@ -635,70 +683,232 @@ typedef struct replay {
     hseries **aliases;
     size_t nalias, capalias;
     uint64_t maxref;
+    /* parallel replay (nw > 1) */
+    unsigned nw;
+    rworker w[REPLAY_MAX_WORKERS];
+    base_buf batch; /* sample records, each as u32 length + payload */
+    pthread_mutex_t mu;
+    pthread_cond_t start, done;
+    uint64_t gen; /* batches started (under mu) */
+    unsigned ndone;
+    int quit;
+    int sync; /* mu, start, done initialized */
 } replay;
+
+/* The series a sample's ref names: by ref, else through an alias. */
+static hseries *replay_resolve(const replay *rp, uint64_t ref) {
+    hseries *s = smap_get_ref(&rp->h->shards[mix64(ref) >> 56].byref, ref);
+    if (!s && rp->nalias) {
+        hseries *al = smap_get_ref(&rp->alias, ref);
+        if (al) s = (hseries *)al->ls;
+    }
+    return s;
+}
+
+/* Applies the samples of one record that worker id of nw owns. Replay is
+ * bound by cache misses on the ref table and the series: samples are
+ * decoded a window at a time, their slots prefetched, then their series,
+ * then applied in order. */
+#define REPLAY_WINDOW 32
+static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw, base_buf *cut,
+                          uint64_t *rejected) {
+    tsdb_head *h = rp->h;
+    tsdb_rec_sample win[REPLAY_WINDOW];
+    hseries *ser[REPLAY_WINDOW];
+    int more = 1;
+    while (more) {
+        size_t n = 0;
+        while (n < REPLAY_WINDOW) {
+            if (tsdb_rec_dec_sample(d, &win[n]) != 1) {
+                more = 0;
+                break;
+            }
+            /* Without aliases a series' ref is the sample's ref (or it has
+             * no series): filter before the lookup. */
+            if (nw > 1 && !rp->nalias && win[n].ref % nw != id) continue;
+            uint64_t x = mix64(win[n].ref);
+            const smap *m = &h->shards[x >> 56].byref;
+            if (m->cap) __builtin_prefetch(&m->slot[x & (m->cap - 1)]);
+            n++;
+        }
+        for (size_t k = 0; k < n; k++) {
+            ser[k] = replay_resolve(rp, win[k].ref);
+            if (ser[k]) {
+                __builtin_prefetch(ser[k]);
+                __builtin_prefetch(&ser[k]->app);
+            }
+        }
+        for (size_t k = 0; k < n; k++) {
+            hseries *s = ser[k];
+            if (nw > 1 && (s ? s->ref : win[k].ref) % nw != id) continue;
+            if (!s) {
+                (*rejected)++;
+                continue;
+            }
+            int ap = series_append_cut(h, s, win[k].t, win[k].v, cut);
+            if (ap == AP_NOMEM) return BASE_E_NOMEM;
+            if (ap != AP_OK) (*rejected)++;
+        }
+    }
+    return 0;
+}
+
+static void replay_series(replay *rp, tsdb_rec_dec *d) {
+    tsdb_head *h = rp->h;
+    uint64_t ref;
+    while (tsdb_rec_dec_series(d, &ref, &rp->b) == 1) {
+        if (ref == 0) continue;
+        if (ref > rp->maxref) rp->maxref = ref;
+        labels_set *ls;
+        if (labels_builder_finish(&rp->b, 0, &ls, NULL, 0)) continue;
+        uint64_t hash = series_hash(ls);
+        hseries *s = lookup_hash(h, hash, ls);
+        if (s && s->ref != ref) { /* same labels under another ref */
+            hseries *old = lookup_ref(h, ref);
+            if (!old && !smap_get_ref(&rp->alias, ref) &&
+                !grow((void **)&rp->aliases, &rp->capalias, rp->nalias + 1, sizeof *rp->aliases)) {
+                hseries *al = calloc(1, sizeof *al);
+                if (al) {
+                    al->ref = ref;
+                    al->ls = (labels_set *)s; /* alias target, not a set */
+                    if (smap_put(&rp->alias, al, 1))
+                        free(al);
+                    else
+                        rp->aliases[rp->nalias++] = al;
+                }
+            }
+            series_put(old);
+        } else if (!s) {
+            hseries *old = lookup_ref(h, ref);
+            if (!old) s = series_create(h, ls, hash, ref);
+            series_put(old);
+        }
+        series_put(s);
+        labels_unref(ls);
+    }
+}
+
+/* One worker's share of the current batch. */
+static void replay_work(rworker *w) {
+    replay *rp = w->rp;
+    const uint8_t *p = (const uint8_t *)rp->batch.data, *end = p + rp->batch.len;
+    base_buf *cut = w->id ? &w->cut : &rp->h->cut;
+    while (p < end && !w->err) {
+        uint32_t n;
+        memcpy(&n, p, 4);
+        tsdb_rec_dec d;
+        if (!tsdb_rec_dec_init(&d, p + 4, n))
+            w->err = replay_samples(rp, &d, w->id, rp->nw, cut, &w->rejected);
+        p += 4 + (size_t)n;
+    }
+}
+
+static void *replay_thread(void *arg) {
+    rworker *w = arg;
+    replay *rp = w->rp;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&rp->mu);
+    for (;;) {
+        while (!rp->quit && rp->gen == seen) pthread_cond_wait(&rp->start, &rp->mu);
+        if (rp->quit) break;
+        seen = rp->gen;
+        pthread_mutex_unlock(&rp->mu);
+        replay_work(w);
+        pthread_mutex_lock(&rp->mu);
+        if (++rp->ndone == rp->nw - 1) pthread_cond_signal(&rp->done);
+    }
+    pthread_mutex_unlock(&rp->mu);
+    return NULL;
+}
+
+/* Applies the batched sample records on all workers and waits for them. */
+static int replay_flush(replay *rp) {
+    if (rp->batch.err) return BASE_E_NOMEM;
+    if (!rp->batch.len) return 0;
+    pthread_mutex_lock(&rp->mu);
+    rp->gen++;
+    rp->ndone = 0;
+    pthread_cond_broadcast(&rp->start);
+    pthread_mutex_unlock(&rp->mu);
+    replay_work(&rp->w[0]);
+    pthread_mutex_lock(&rp->mu);
+    while (rp->ndone < rp->nw - 1) pthread_cond_wait(&rp->done, &rp->mu);
+    pthread_mutex_unlock(&rp->mu);
+    base_buf_reset(&rp->batch);
+    int e = 0;
+    for (unsigned i = 0; i < rp->nw; i++) {
+        rp->h->replay_rejected += rp->w[i].rejected;
+        rp->w[i].rejected = 0;
+        if (!e) e = rp->w[i].err;
+    }
+    return e;
+}
 
 static int replay_rec(void *ctx, const uint8_t *rec, size_t len, int from_ckpt) {
     (void)from_ckpt;
     replay *rp = ctx;
-    tsdb_head *h = rp->h;
     tsdb_rec_dec d;
     if (tsdb_rec_dec_init(&d, rec, len)) return 0; /* CRC-valid but unknown: skip */
-    int r;
     if (d.type == TSDB_REC_SERIES) {
-        uint64_t ref;
-        while ((r = tsdb_rec_dec_series(&d, &ref, &rp->b)) == 1) {
-            if (ref == 0) continue;
-            if (ref > rp->maxref) rp->maxref = ref;
-            labels_set *ls;
-            if (labels_builder_finish(&rp->b, 0, &ls, NULL, 0)) continue;
-            uint64_t hash = series_hash(ls);
-            hseries *s = lookup_hash(h, hash, ls);
-            if (s && s->ref != ref) { /* same labels under another ref */
-                hseries *old = lookup_ref(h, ref);
-                if (!old && !smap_get_ref(&rp->alias, ref) &&
-                    !grow((void **)&rp->aliases, &rp->capalias, rp->nalias + 1, sizeof *rp->aliases)) {
-                    hseries *al = calloc(1, sizeof *al);
-                    if (al) {
-                        al->ref = ref;
-                        al->ls = (labels_set *)s; /* alias target, not a set */
-                        if (smap_put(&rp->alias, al, 1))
-                            free(al);
-                        else
-                            rp->aliases[rp->nalias++] = al;
-                    }
-                }
-                series_put(old);
-            } else if (!s) {
-                hseries *old = lookup_ref(h, ref);
-                if (!old) s = series_create(h, ls, hash, ref);
-                series_put(old);
-            }
-            series_put(s);
-            labels_unref(ls);
+        if (rp->nw > 1) {
+            int e = replay_flush(rp); /* earlier samples see only earlier series */
+            if (e) return e;
         }
+        replay_series(rp, &d);
     } else if (d.type == TSDB_REC_SAMPLES) {
-        tsdb_rec_sample smp;
-        hseries *cache = NULL;
-        while ((r = tsdb_rec_dec_sample(&d, &smp)) == 1) {
-            hseries *s = cache && cache->ref == smp.ref ? cache : NULL;
-            if (!s) {
-                s = smap_get_ref(&h->shards[mix64(smp.ref) >> 56].byref, smp.ref);
-                if (!s) {
-                    hseries *al = smap_get_ref(&rp->alias, smp.ref);
-                    if (al) s = (hseries *)al->ls;
-                }
-            }
-            if (!s) {
-                h->replay_rejected++;
-                continue;
-            }
-            cache = s;
-            int ap = series_append(h, s, smp.t, smp.v);
-            if (ap == AP_NOMEM) return BASE_E_NOMEM;
-            if (ap != AP_OK) h->replay_rejected++;
-        }
+        if (rp->nw <= 1) return replay_samples(rp, &d, 0, 1, &rp->h->cut, &rp->h->replay_rejected);
+        uint8_t n[4];
+        uint32_t l = (uint32_t)len; /* <= TSDB_WAL_RECORD_MAX */
+        memcpy(n, &l, 4);
+        base_buf_append(&rp->batch, n, 4);
+        base_buf_append(&rp->batch, rec, len);
+        if (rp->batch.len >= REPLAY_BATCH_BYTES) return replay_flush(rp);
+        if (rp->batch.err) return BASE_E_NOMEM;
     }
     return 0;
+}
+
+/* Starts the helper threads (as many as can be started). */
+static void replay_start(replay *rp) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned nw = tsdb__head_replay_threads > 0 ? (unsigned)tsdb__head_replay_threads
+                  : cores > 0                   ? (unsigned)cores
+                                                : 1;
+    if (nw > REPLAY_MAX_WORKERS) nw = REPLAY_MAX_WORKERS;
+    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) {
+        rp->w[i].rp = rp;
+        rp->w[i].id = i;
+    }
+    rp->nw = 1;
+    if (nw < 2) return;
+    pthread_mutex_init(&rp->mu, NULL);
+    pthread_cond_init(&rp->start, NULL);
+    pthread_cond_init(&rp->done, NULL);
+    rp->sync = 1;
+    while (rp->nw < nw && !pthread_create(&rp->w[rp->nw].th, NULL, replay_thread, &rp->w[rp->nw])) rp->nw++;
+}
+
+/* Applies what is batched (when e is 0), stops the helpers and frees the
+ * replay state. Returns e or the flush's error. */
+static int replay_finish(replay *rp, int e) {
+    if (rp->nw > 1 && !e) e = replay_flush(rp);
+    if (rp->sync) {
+        pthread_mutex_lock(&rp->mu);
+        rp->quit = 1;
+        pthread_cond_broadcast(&rp->start);
+        pthread_mutex_unlock(&rp->mu);
+        for (unsigned i = 1; i < rp->nw; i++) pthread_join(rp->w[i].th, NULL);
+        pthread_mutex_destroy(&rp->mu);
+        pthread_cond_destroy(&rp->start);
+        pthread_cond_destroy(&rp->done);
+    }
+    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) base_buf_free(&rp->w[i].cut);
+    base_buf_free(&rp->batch);
+    labels_builder_free(&rp->b);
+    for (size_t i = 0; i < rp->nalias; i++) free(rp->aliases[i]);
+    free(rp->aliases);
+    free(rp->alias.slot);
+    return e;
 }
 
 /* ---- open / close ------------------------------------------------------- */
@@ -727,7 +937,7 @@ static void head_free(tsdb_head *h) {
     for (int i = 0; i < NSHARDS; i++) {
         shard *sh = &h->shards[i];
         for (uint32_t j = 0; j < sh->byref.cap; j++)
-            if (sh->byref.slot[j]) series_put(sh->byref.slot[j]);
+            if (sh->byref.slot[j].s) series_put(sh->byref.slot[j].s);
         free(sh->byref.slot);
         free(sh->byhash.slot);
         pthread_mutex_destroy(&sh->mu);
@@ -760,17 +970,21 @@ int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report 
         memset(&rp, 0, sizeof rp);
         rp.h = h;
         labels_builder_init(&rp.b);
+        replay_start(&rp);
         h->replaying = 1;
         pthread_mutex_lock(&h->commit_mu);
         int e = tsdb_wal_open(opts->wal_dir, &opts->wal, replay_rec, &rp, rep, &h->wal, err, errlen);
+        int fe = replay_finish(&rp, e);
         pthread_mutex_unlock(&h->commit_mu);
         h->replaying = 0;
-        labels_builder_free(&rp.b);
-        for (size_t i = 0; i < rp.nalias; i++) free(rp.aliases[i]);
-        free(rp.aliases);
-        free(rp.alias.slot);
         if (rp.maxref >= h->next_ref) h->next_ref = rp.maxref + 1;
         h->created = 0;
+        if (fe && !e) { /* the WAL is open, the last batch failed */
+            if (errlen) snprintf(err, errlen, "WAL replay: out of memory");
+            (void)tsdb_wal_close(h->wal);
+            h->wal = NULL;
+            e = fe;
+        }
         if (e) {
             head_free(h);
             return e;
@@ -1243,7 +1457,7 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
         shard *sh = &h->shards[i];
         pthread_mutex_lock(&sh->mu);
         for (uint32_t j = 0; j < sh->byref.cap && !e; j++) {
-            hseries *s = sh->byref.slot[j];
+            hseries *s = sh->byref.slot[j].s;
             if (!s) continue;
             pthread_mutex_t *mu = stripe(h, s);
             pthread_mutex_lock(mu);
@@ -1307,7 +1521,7 @@ static int all_series(tsdb_head *h, hseries ***ret, size_t *ret_n) {
         shard *sh = &h->shards[i];
         pthread_mutex_lock(&sh->mu);
         for (uint32_t j = 0; j < sh->byref.cap; j++) {
-            hseries *s = sh->byref.slot[j];
+            hseries *s = sh->byref.slot[j].s;
             if (!s) continue;
             if ((e = grow((void **)&v, &cap, n + 1, sizeof *v))) break;
             series_get(s);
@@ -1429,7 +1643,7 @@ void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
         pthread_mutex_lock(&sh->mu);
         st.bytes_index += msize(sh->byref.slot) + msize(sh->byhash.slot);
         for (uint32_t j = 0; j < sh->byref.cap; j++) {
-            hseries *s = sh->byref.slot[j];
+            hseries *s = sh->byref.slot[j].s;
             if (!s) continue;
             pthread_mutex_t *mu = stripe(h, s);
             pthread_mutex_lock(mu);

@@ -9,4 +9,9 @@
  * opening a head and restore it after closing. */
 extern uint64_t tsdb__head_hash_mask;
 
+/* Threads that replay the WAL at open: 0 (default) min(4, online cores),
+ * 1 sequential on the opening thread, n > 1 min(4, n). Tests set it to
+ * compare the parallel replay with the sequential one. */
+extern int tsdb__head_replay_threads;
+
 #endif

@@ -5,8 +5,9 @@
  * collisions, label names/values, GC, restart from the WAL, checkpoint +
  * restart, concurrent appenders and readers (run under ASan here; build
  * with -fsanitize=thread to run it under TSan), and with
- * KELVIN_TSDB_BENCH=1 the measurements: appends/s, bytes per series,
- * replay time. */
+ * parallel WAL replay (several segments, a checkpoint, aliases from GC)
+ * compared with the sequential one, and with KELVIN_TSDB_BENCH=1 the
+ * measurements: appends/s, bytes per series, replay time. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 
 #include "tmpdir.h"
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "labels/labels.h"
 #include "tsdb/head.h"
@@ -399,6 +401,107 @@ static void test_concurrency(void **st) {
     free(dir);
 }
 
+/* ---- parallel replay ---------------------------------------------------- */
+
+/* Everything a select of the whole head returns, as bytes: per series its
+ * labels hash, ref and samples, in label order; then the stats. */
+static void dump(tsdb_head *h, base_buf *out) {
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, NULL, 0, INT64_MIN, INT64_MAX, &ss), 0);
+    while (tsdb_series_set_next(ss) == 1) {
+        uint64_t v[2] = {labels_hash(tsdb_series_set_labels(ss)), tsdb_series_set_ref(ss)};
+        base_buf_append(out, v, sizeof v);
+        int64_t t;
+        double x;
+        int r;
+        while ((r = tsdb_series_set_sample(ss, &t, &x)) == 1) {
+            base_buf_append(out, &t, sizeof t);
+            base_buf_append(out, &x, sizeof x);
+        }
+        assert_int_equal(r, 0);
+    }
+    tsdb_series_set_free(ss);
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    int64_t st[] = {(int64_t)hs.series,
+                    (int64_t)hs.chunks,
+                    (int64_t)hs.samples,
+                    (int64_t)hs.replay_rejected,
+                    hs.mint,
+                    hs.maxt};
+    base_buf_append(out, st, sizeof st);
+    assert_int_equal(base_buf_err(out), 0);
+}
+
+/* Samples t in [from, to] (seconds) for series [lo, hi) of "rp", series
+ * i only while i % 7 != 3 or t <= stop (those stop early, for GC). */
+static void rp_fill(tsdb_head *h, int lo, int hi, int64_t from, int64_t to, int64_t stop) {
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    char buf[16];
+    for (int64_t t = from; t <= to; t++) {
+        /* new series appear over time: series records between samples */
+        for (int i = lo; i < hi; i++) {
+            if (i % 7 == 3 && t > stop) continue;
+            if (t < from + i % 5) continue;
+            labels_set *ls;
+            snprintf(buf, sizeof buf, "%d", i);
+            assert_int_equal(labels_from_cstrs(&ls, "__name__", "rp", "i", buf, NULL), 0);
+            assert_int_equal(tsdb_head_app_add(a, ls, t * 1000, (double)(t * 31 + i)), 0);
+            labels_unref(ls);
+            if (i % 97 == 96) assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
+        }
+        assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
+    }
+    tsdb_head_app_free(a);
+}
+
+static void test_parallel_replay(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("head"), err[256];
+    tsdb_head_opts o = {.wal_dir = dir, .wal = {.segment_size = 2048}, .chunk_samples = 16};
+    tsdb_head *h;
+    uint64_t removed;
+    assert_int_equal(tsdb_head_open(&o, &h, NULL, err, sizeof err), 0);
+    rp_fill(h, 0, 300, 1, 40, 10);
+    /* series i % 7 == 3 stopped at 10 s: GC removes them, they come back
+     * with new refs (aliases on replay until the checkpoint) */
+    assert_int_equal(tsdb_head_gc(h, 20000, &removed), 0);
+    assert_true(removed > 0);
+    rp_fill(h, 0, 300, 41, 60, 50);
+    assert_int_equal(tsdb_head_checkpoint(h, 45000, err, sizeof err), 0);
+    rp_fill(h, 100, 400, 61, 90, 70);
+    assert_int_equal(tsdb_head_gc(h, 80000, &removed), 0);
+    assert_true(removed > 0);
+    rp_fill(h, 0, 400, 91, 120, 200);
+    tsdb_head_close(h);
+
+    base_buf want = BASE_BUF_INIT, got = BASE_BUF_INIT;
+    tsdb_wal_report rep;
+    tsdb__head_replay_threads = 1;
+    assert_int_equal(tsdb_head_open(&o, &h, &rep, err, sizeof err), 0);
+    assert_true(rep.checkpoint > 0);
+    assert_true(rep.segments > 3);
+    assert_int_equal(rep.corruptions, 0);
+    dump(h, &want);
+    assert_int_equal(tsdb_head_series_count(h), 400);
+    tsdb_head_close(h);
+    for (int n = 2; n <= 5; n++) {
+        tsdb__head_replay_threads = n;
+        assert_int_equal(tsdb_head_open(&o, &h, &rep, err, sizeof err), 0);
+        base_buf_reset(&got);
+        dump(h, &got);
+        assert_int_equal(got.len, want.len);
+        assert_memory_equal(got.data, want.data, want.len);
+        tsdb_head_close(h);
+    }
+    tsdb__head_replay_threads = 0;
+    base_buf_free(&want);
+    base_buf_free(&got);
+    kelvin_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- measurements (KELVIN_TSDB_BENCH=1) --------------------------------- */
 
 static double now_s(void) {
@@ -468,6 +571,14 @@ static void test_bench(void **st) {
     assert_int_equal(tsdb_head_series_count(h), nser);
     printf("bench: replay of %zu series x %zu samples: %.2f s\n", nser, nsamp, dt);
     tsdb_head_close(h);
+    tsdb__head_replay_threads = 1;
+    t0 = now_s();
+    h = hopen(dir);
+    dt = now_s() - t0;
+    tsdb__head_replay_threads = 0;
+    assert_int_equal(tsdb_head_series_count(h), nser);
+    printf("bench: sequential replay (one thread) of the same: %.2f s\n", dt);
+    tsdb_head_close(h);
     free(refs);
     kelvin_rm_rf(dir);
     free(dir);
@@ -477,7 +588,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_select),      cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_collisions),  cmocka_unit_test(test_restart_and_checkpoint),
-        cmocka_unit_test(test_concurrency), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_concurrency), cmocka_unit_test(test_parallel_replay),
+        cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
