@@ -31,6 +31,7 @@
 
 #include "base/err.h"
 #include "base/num.h"
+#include "base/utf8.h"
 
 #define CACHE_WAYS 4
 #define CACHE_SETS (AGENT_PROC_CACHE_SIZE / CACHE_WAYS)
@@ -187,31 +188,6 @@ int agent_cgroup_parse(const char *text, size_t n, agent_proc *ret) {
 
 /* ---- comm --------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p[0..n), 0 if invalid or cut. */
-static size_t utf8_seq(const unsigned char *p, size_t n) {
-    unsigned char c = p[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07;
-    else
-        return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
 /* Copies a process name: trailing blanks trimmed, control bytes and invalid
  * UTF-8 replaced by '?', cut (on a character boundary) to fit out. */
 static void comm_copy(const char *s, size_t n, char out[64]) {
@@ -219,7 +195,8 @@ static void comm_copy(const char *s, size_t n, char out[64]) {
     size_t o = 0, i = 0;
     while (i < n) {
         const unsigned char *u = (const unsigned char *)s + i;
-        size_t len = utf8_seq(u, n - i);
+        uint32_t rune;
+        size_t len = base_utf8_decode(u, n - i, &rune);
         if (len == 1 && (u[0] < 0x20 || u[0] == 0x7f)) len = 0;
         size_t w = len ? len : 1;
         if (o + w > 63) break;

@@ -15,43 +15,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "base/utf8.h"
 #include "labels/labels_int.h"
 
+/* Go's utf8.DecodeRune: an invalid or cut sequence is U+FFFD, one byte wide. */
 size_t labels__utf8_decode(const uint8_t *p, size_t n, uint32_t *ret_rune) {
-    uint8_t c = p[0];
-    if (c < 0x80) {
-        *ret_rune = c;
-        return 1;
-    }
-    uint32_t r;
-    size_t need;
-    uint8_t lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 2;
-        r = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
-        r = c & 0x0F;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F; /* no surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        r = c & 0x07;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        goto bad;
-    }
-    if (n < need) goto bad;
-    if (p[1] < lo || p[1] > hi) goto bad;
-    r = r << 6 | (p[1] & 0x3F);
-    for (size_t i = 2; i < need; i++) {
-        if (p[i] < 0x80 || p[i] > 0xBF) goto bad;
-        r = r << 6 | (p[i] & 0x3F);
-    }
-    *ret_rune = r;
-    return need;
-bad:
+    size_t k = base_utf8_decode(p, n, ret_rune);
+    if (k) return k;
     *ret_rune = 0xFFFD;
     return 1;
 }
