@@ -12,7 +12,7 @@
  * "jitter", unaligned scrapes (+-5 ms). Every chunk is decoded again and
  * compared bit for bit, so a figure is never printed for a broken codec.
  *
- * Build and run (no CMake target; it needs only the chunk codecs and base):
+ * Built by CMake as build/bench_chunk_bench; or by hand:
  *   mkdir -p build-bench && cc -O2 -std=c17 -D_GNU_SOURCE -Isrc \
  *     bench/chunk_bench.c src/tsdb/chunk*.c src/base/buf.c src/base/num.c \
  *     src/base/err.c -lm -o build-bench/chunk_bench && build-bench/chunk_bench
