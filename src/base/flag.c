@@ -7,12 +7,14 @@
 #include "base/num.h"
 #include "base/time.h"
 
+/* As Prometheus's units.Base2Bytes: KB and KiB alike are 1024 bytes. */
 static int parse_size(const char *v, int64_t *ret) {
     static const struct {
         const char *suf;
         int64_t mul;
-    } sufs[] = {{"KiB", 1024},   {"MiB", 1 << 20},   {"GiB", 1 << 30}, {"KB", 1000},
-                {"MB", 1000000}, {"GB", 1000000000}, {"B", 1}};
+    } sufs[] = {{"KiB", 1024},     {"MiB", 1 << 20},   {"GiB", 1 << 30}, {"TiB", 1LL << 40},
+                {"KB", 1024},      {"MB", 1 << 20},    {"GB", 1 << 30},  {"TB", 1LL << 40},
+                {"PB", 1LL << 50}, {"PiB", 1LL << 50}, {"B", 1}};
     size_t n = strlen(v);
     for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++) {
         size_t sl = strlen(sufs[i].suf);

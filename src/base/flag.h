@@ -18,7 +18,8 @@ typedef enum {
     BASE_FLAG_BOOL,     /* int * */
     BASE_FLAG_DURATION, /* int64_t * (milliseconds) */
     BASE_FLAG_INT,      /* int64_t * */
-    BASE_FLAG_SIZE,     /* int64_t * (bytes; accepts KiB/MiB/GiB/KB/MB/GB suffixes) */
+    BASE_FLAG_SIZE,     /* int64_t * (bytes; B, KB/KiB, MB/MiB, GB/GiB, TB/TiB, PB/PiB,
+                         all powers of 1024 as in Prometheus's flags) */
 } base_flag_kind;
 
 typedef struct base_flag {

@@ -1,11 +1,9 @@
 /* block_compact.c -- compaction (merging blocks into one), retention by
  * time and size, block deletion, and the data directory's lock.
  *
- * Design: compaction is a k-way merge of one select per input block, fed
- * to tsdb_block_write as a tsdb_series_src: the smallest label set among
- * the inputs' current series forms a group; the group's samples are
- * merged by timestamp (ties: the first input wins, the others' sample at
- * that timestamp is skipped). Retention is a pure plan over metas
+ * Design: compaction is a k-way merge (merge_int.h) of one select per
+ * input block, fed to tsdb_block_write as a tsdb_series_src (ties: the
+ * first input wins). Retention is a pure plan over metas
  * (tsdb_retention_plan) plus a function that lists a data directory,
  * opens its blocks and deletes what the plan says. Deletion renames the
  * block to <ULID>.tmp-delete first, so a crash midway leaves a directory
@@ -26,79 +24,9 @@
 #include "base/err.h"
 #include "tsdb/block.h"
 #include "tsdb/block_int.h"
+#include "tsdb/merge_int.h"
 
 /* ---- compaction ------------------------------------------------------------- */
-
-typedef struct minput {
-    tsdb_block_set *s;
-    int alive;    /* has a current series */
-    int in_group; /* its current series is the merged one */
-    int has;      /* peeked sample valid */
-    int64_t t;
-    double v;
-} minput;
-
-typedef struct merger {
-    minput *in;
-    size_t n;
-    int started;
-} merger;
-
-static int peek(minput *m) {
-    int r = tsdb_block_set_sample(m->s, &m->t, &m->v);
-    m->has = r == 1;
-    return r < 0 ? r : 0;
-}
-
-static int merge_next(void *ctx, const labels_set **ret) {
-    merger *g = ctx;
-    for (size_t i = 0; i < g->n; i++) {
-        minput *m = &g->in[i];
-        if (!g->started || m->in_group) {
-            int r = tsdb_block_set_next(m->s);
-            if (r < 0) return r;
-            m->alive = r == 1;
-        }
-        m->in_group = 0;
-    }
-    g->started = 1;
-    const labels_set *best = NULL;
-    for (size_t i = 0; i < g->n; i++)
-        if (g->in[i].alive && (!best || labels_cmp(tsdb_block_set_labels(g->in[i].s), best) < 0))
-            best = tsdb_block_set_labels(g->in[i].s);
-    if (!best) return 0;
-    for (size_t i = 0; i < g->n; i++) {
-        minput *m = &g->in[i];
-        if (m->alive && labels_equal(tsdb_block_set_labels(m->s), best)) {
-            m->in_group = 1;
-            int e = peek(m);
-            if (e) return e;
-        }
-    }
-    *ret = best;
-    return 1;
-}
-
-static int merge_sample(void *ctx, int64_t *ret_t, double *ret_v) {
-    merger *g = ctx;
-    minput *best = NULL;
-    for (size_t i = 0; i < g->n; i++) {
-        minput *m = &g->in[i];
-        if (m->in_group && m->has && (!best || m->t < best->t)) best = m;
-    }
-    if (!best) return 0;
-    int64_t t = best->t;
-    *ret_t = t;
-    *ret_v = best->v;
-    for (size_t i = 0; i < g->n; i++) {
-        minput *m = &g->in[i];
-        if (m->in_group && m->has && m->t == t) {
-            int e = peek(m);
-            if (e) return e;
-        }
-    }
-    return 1;
-}
 
 static int cmp_ulid(const void *a, const void *b) {
     return memcmp(a, b, 16);
@@ -109,7 +37,8 @@ int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, 
     if (n == 0) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "nothing to compact");
     tsdb_block_wopts wo = o ? *o : (tsdb_block_wopts){0};
     tsdb_ulid *src = malloc(TSDB_BLOCK_MAX_SOURCES * sizeof *src);
-    minput *in = calloc(n, sizeof *in);
+    tsdb_block_set **in = calloc(n, sizeof *in);
+    tsdb__merge g = {0};
     int e = BASE_E_NOMEM;
     if (!src || !in) goto out;
     size_t ns = 0;
@@ -134,17 +63,19 @@ int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, 
     for (size_t i = 0; i < ns; i++)
         if (k == 0 || memcmp(&src[i], &src[k - 1], 16)) src[k++] = src[i];
     for (size_t i = 0; i < n; i++)
-        if ((e = tsdb_block_select(blocks[i], NULL, 0, INT64_MIN, INT64_MAX, &in[i].s))) goto out;
-    merger g = {in, n, 0};
-    tsdb_series_src s = {&g, merge_next, merge_sample};
+        if ((e = tsdb_block_select(blocks[i], NULL, 0, INT64_MIN, INT64_MAX, &in[i])) ||
+            (e = tsdb__merge_add(&g, &tsdb__merge_block_ops, in[i])))
+            goto out;
+    tsdb_series_src s = {&g, tsdb__merge_src_next, tsdb__merge_src_sample};
     wo.level = level + 1;
     wo.nsources = (uint32_t)k;
     wo.sources = src;
     if (!wo.chunk_samples) wo.chunk_samples = 480;
     e = tsdb_block_write(parent, &s, mint, maxt, &wo, ret_meta, err, errlen);
 out:
+    tsdb__merge_free(&g);
     if (in)
-        for (size_t i = 0; i < n; i++) tsdb_block_set_free(in[i].s);
+        for (size_t i = 0; i < n; i++) tsdb_block_set_free(in[i]);
     free(in);
     free(src);
     return e;

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <snappy-c.h>
+
 #include "base/err.h"
 
 /* ---- CRC-32C ------------------------------------------------------------ */
@@ -95,12 +97,31 @@ size_t tsdb_wal_frame_begin(base_buf *out) {
 }
 
 int tsdb_wal_frame_end(base_buf *out, size_t start) {
+    return tsdb_wal_frame_end_z(out, start, 0);
+}
+
+int tsdb_wal_frame_end_z(base_buf *out, size_t start, int compress) {
     if (out->err) return out->err;
     if (start + TSDB_WAL_FRAME_HDR > out->len) return BASE_E_INVAL;
     size_t n = out->len - start - TSDB_WAL_FRAME_HDR;
     if (n == 0 || n > TSDB_WAL_RECORD_MAX) return BASE_E_LIMIT;
+    uint32_t flag = 0;
+    if (compress && n >= TSDB_WAL_COMPRESS_MIN) {
+        size_t clen = snappy_max_compressed_length(n);
+        char *z = malloc(clen);
+        if (!z) return BASE_E_NOMEM;
+        /* kept only when it saves an eighth: replay pays for decompression */
+        if (snappy_compress((const char *)out->data + start + TSDB_WAL_FRAME_HDR, n, z, &clen) == SNAPPY_OK &&
+            clen < n - n / 8) {
+            memcpy((uint8_t *)out->data + start + TSDB_WAL_FRAME_HDR, z, clen);
+            out->len = start + TSDB_WAL_FRAME_HDR + clen;
+            n = clen;
+            flag = TSDB_WAL_FRAME_SNAPPY;
+        }
+        free(z);
+    }
     uint8_t *h = (uint8_t *)out->data + start;
-    put32(h, (uint32_t)n);
+    put32(h, (uint32_t)n | flag);
     uint32_t c = tsdb_crc32c(0, h, 4);
     c = tsdb_crc32c(c, h + TSDB_WAL_FRAME_HDR, n);
     put32(h + 4, c);
@@ -255,11 +276,15 @@ int tsdb_wal_log(tsdb_wal *w, const void *rec, size_t len) {
     base_buf b = BASE_BUF_INIT;
     size_t s = tsdb_wal_frame_begin(&b);
     base_buf_append(&b, rec, len);
-    int e = tsdb_wal_frame_end(&b, s);
+    int e = tsdb_wal_frame_end_z(&b, s, w->o.compress);
     uint64_t t = 0;
     if (!e) e = tsdb_wal_enqueue(w, b.data, b.len, &t);
     base_buf_free(&b);
     return e ? e : tsdb_wal_wait(w, t);
+}
+
+int tsdb_wal_compressing(const tsdb_wal *w) {
+    return w->o.compress;
 }
 
 void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret) {
@@ -282,7 +307,7 @@ static int drain(tsdb_wal *w) {
 int tsdb_wal_close(tsdb_wal *w) {
     if (!w) return 0;
     pthread_mutex_lock(&w->mu);
-    int e = drain(w);
+    int e = w->o.read_only ? 0 : drain(w);
     pthread_mutex_unlock(&w->mu);
     if (w->fd >= 0) {
         if (fdatasync(w->fd) && !e) e = BASE_E_IO;
@@ -339,7 +364,7 @@ static void rm_tree(const char *path) {
     (void)rmdir(path);
 }
 
-static int scan_dir(const char *dir, scan *s) {
+static int scan_dir(const char *dir, scan *s, int ro) {
     memset(s, 0, sizeof *s);
     DIR *d = opendir(dir);
     if (!d) return BASE_E_IO;
@@ -363,6 +388,7 @@ static int scan_dir(const char *dir, scan *s) {
             const char *num = de->d_name + 11;
             size_t l = strlen(num);
             if (l > 4 && !strcmp(num + l - 4, ".tmp")) {
+                if (ro) continue;
                 char p[4096];
                 snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
                 rm_tree(p);
@@ -385,7 +411,27 @@ static void report(tsdb_wal_report *r, const char *path, const char *why, uint64
         r->first_error[0] = '\0';
 }
 
-/* Replays one file. last: truncate at the first bad frame. Returns 0 or
+/* Decompresses a snappy record into *buf (grown as needed): 0,
+ * BASE_E_PARSE (not valid snappy, or larger than a record may be) or
+ * BASE_E_NOMEM. */
+static int unsnappy(const uint8_t *in, size_t n, uint8_t **buf, size_t *cap, size_t *ret_len) {
+    size_t ulen;
+    if (snappy_uncompressed_length((const char *)in, n, &ulen) != SNAPPY_OK || ulen == 0 ||
+        ulen > TSDB_WAL_RECORD_MAX)
+        return BASE_E_PARSE;
+    if (ulen > *cap) {
+        uint8_t *nb = realloc(*buf, ulen);
+        if (!nb) return BASE_E_NOMEM;
+        *buf = nb;
+        *cap = ulen;
+    }
+    if (snappy_uncompress((const char *)in, n, (char *)*buf, &ulen) != SNAPPY_OK) return BASE_E_PARSE;
+    *ret_len = ulen;
+    return 0;
+}
+
+/* Replays one file. last: 1 truncates at the first bad frame (2: the tail
+ * of a read-only open, skipped instead). Returns 0 or
  * fn's error / BASE_E_IO. */
 static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn fn, void *ctx,
                        tsdb_wal_report *r) {
@@ -408,7 +454,8 @@ static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn 
         (void)madvise(mm, size, MADV_SEQUENTIAL);
     }
     close(fd);
-    size_t off = 0;
+    size_t off = 0, zcap = 0;
+    uint8_t *zbuf = NULL;
     int e = 0;
     const char *why = NULL;
     while (off < size) {
@@ -416,7 +463,8 @@ static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn 
             why = "torn frame header";
             break;
         }
-        uint32_t n = get32(m + off);
+        uint32_t n = get32(m + off) & ~TSDB_WAL_FRAME_SNAPPY;
+        int z = (get32(m + off) & TSDB_WAL_FRAME_SNAPPY) != 0;
         if (n == 0 || n > TSDB_WAL_RECORD_MAX) {
             why = "bad record length";
             break;
@@ -430,15 +478,27 @@ static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn 
             why = "CRC mismatch";
             break;
         }
-        if (fn && (e = fn(ctx, m + off + TSDB_WAL_FRAME_HDR, n, ckpt))) break;
+        const uint8_t *rec = m + off + TSDB_WAL_FRAME_HDR;
+        size_t rlen = n;
+        if (z) {
+            if ((e = unsnappy(rec, n, &zbuf, &zcap, &rlen)) == BASE_E_PARSE) {
+                why = "bad compressed record";
+                e = 0;
+                break;
+            }
+            if (e) break;
+            rec = zbuf;
+        }
+        if (fn && (e = fn(ctx, rec, rlen, ckpt))) break;
         r->records++;
-        r->bytes += n;
+        r->bytes += rlen;
         off += TSDB_WAL_FRAME_HDR + (size_t)n;
     }
     if (m) munmap((void *)m, size);
+    free(zbuf);
     if (e) return e;
     if (why) {
-        if (last && !ckpt) {
+        if (last && !ckpt && last != 2) {
             report(r, path, why, off, "truncated there");
             r->truncated_bytes += size - off;
             if (truncate(path, (off_t)off)) return BASE_E_IO;
@@ -458,12 +518,14 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
         if (errlen) snprintf(err, errlen, "WAL directory path too long");
         return BASE_E_LIMIT;
     }
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        seterr(err, errlen, "mkdir", dir, errno);
+    int ro = opts && opts->read_only;
+    struct stat dsb;
+    if (ro ? stat(dir, &dsb) && errno != ENOENT : mkdir(dir, 0755) && errno != EEXIST) {
+        seterr(err, errlen, ro ? "stat" : "mkdir", dir, errno);
         return BASE_E_IO;
     }
-    scan s;
-    int e = scan_dir(dir, &s);
+    scan s = {0};
+    int e = ro && stat(dir, &dsb) ? 0 : scan_dir(dir, &s, ro);
     if (e) {
         seterr(err, errlen, "scan", dir, errno);
         free(s.segs);
@@ -480,7 +542,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     for (size_t i = 0; i < s.nsegs && !e; i++) {
         snprintf(path, sizeof path, "%s/%08" PRIu64, dir, s.segs[i]);
         if (s.has_ckpt && s.segs[i] < s.ckpt) { /* covered by the checkpoint */
-            (void)unlink(path);
+            if (!ro) (void)unlink(path);
             continue;
         }
         if (have_prev && s.segs[i] != prev + 1)
@@ -494,7 +556,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
             snprintf(p2, sizeof p2, "%s/%08" PRIu64, dir, s.segs[j]);
             if (stat(p2, &sb) || sb.st_size > 0) tail = 0;
         }
-        e = replay_file(path, tail, 0, fn, ctx, &rep);
+        e = replay_file(path, tail && ro ? 2 : tail, 0, fn, ctx, &rep);
         rep.segments++;
         prev = last = s.segs[i];
         have_prev = 1;
@@ -517,7 +579,9 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     w->last_sync_ns = mono_ns();
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
-    if (open_segment(w, have_prev ? last + 1 : last)) {
+    if (ro) {
+        w->err = BASE_E_INVAL; /* sticky: every append fails */
+    } else if (open_segment(w, have_prev ? last + 1 : last)) {
         snprintf(path, sizeof path, "%s/%08" PRIu64, dir, have_prev ? last + 1 : last);
         seterr(err, errlen, "open", path, errno);
         w->fd = -1;
@@ -576,7 +640,7 @@ int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len) {
     if (c->err) return c->err;
     size_t s = tsdb_wal_frame_begin(&c->buf);
     base_buf_append(&c->buf, rec, len);
-    int e = tsdb_wal_frame_end(&c->buf, s);
+    int e = tsdb_wal_frame_end_z(&c->buf, s, c->w->o.compress);
     if (!e && c->buf.len >= (1u << 20)) {
         e = write_all(c->fd, c->buf.data, c->buf.len);
         base_buf_reset(&c->buf);
@@ -610,7 +674,7 @@ int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen) {
     fsync_dir(c->w->dir);
     /* The checkpoint is in place: drop what it replaces. */
     scan s;
-    if (!scan_dir(c->w->dir, &s)) {
+    if (!scan_dir(c->w->dir, &s, 0)) {
         char path[4200];
         for (size_t i = 0; i < s.nsegs; i++) {
             if (s.segs[i] >= c->n) continue;

@@ -10,14 +10,24 @@
  *                                     at open: it never became visible)
  * A segment (and the checkpoint file) is a plain sequence of frames, no
  * file header:
- *   bytes 0..3  u32 little endian L: payload length, 1..TSDB_WAL_RECORD_MAX
+ *   bytes 0..3  u32 little endian: bit 31 set when the payload is
+ *               snappy-compressed (TSDB_WAL_FRAME_SNAPPY); bits 0..30 the
+ *               payload's length L on disk, 1..TSDB_WAL_RECORD_MAX
  *   bytes 4..7  u32 little endian CRC-32C (Castagnoli, reflected, init and
  *               final xor 0xffffffff; the check value of "123456789" is
- *               0xe3069283) over bytes 0..3 then the payload
- *   bytes 8..   the payload: one record (record.h), never split
+ *               0xe3069283) over bytes 0..3 then the L payload bytes
+ *   bytes 8..   the payload: one record (record.h), never split; when
+ *               compressed, the snappy raw format of the record, which
+ *               decompresses to 1..TSDB_WAL_RECORD_MAX bytes
  * A record is never split across segments; a new segment is started when
  * the next batch would grow the current one past segment_size (so a
  * segment may exceed it by one batch, or hold one record larger than it).
+ * COMPRESSION (opts.compress, Prometheus's --storage.tsdb.wal-compression,
+ * on by default in the database): records of at least
+ * TSDB_WAL_COMPRESS_MIN bytes are snappy-compressed when that saves at
+ * least an eighth; replay reads both kinds, whatever the setting, so it
+ * can be switched at any restart. A compressed payload that does not
+ * decompress is damage like a bad CRC.
  * CRC-32C rather than zlib's crc32: it is what Prometheus's WAL uses, the
  * tsdb module does not link zlib, and SSE4.2 computes it in hardware (a
  * table-driven fallback is used elsewhere); it is one function in wal.c.
@@ -54,7 +64,9 @@
  * the damage is counted in tsdb_wal_report and described once in its
  * `first_error`; open never fails because of damaged content. Leftover
  * segments older than the checkpoint and *.tmp checkpoints are deleted.
- * Writes then go to a fresh segment numbered after the last one.
+ * Writes then go to a fresh segment numbered after the last one. With
+ * opts.read_only nothing on disk changes (damage is reported and skipped,
+ * a missing directory reads as empty) and no segment is opened.
  *
  * THREADS. enqueue/wait/log may be called from any number of threads.
  * Checkpoints and close are for one thread at a time; close must not race
@@ -71,6 +83,8 @@
 #define TSDB_WAL_SEGMENT_SIZE ((uint64_t)128 << 20)
 #define TSDB_WAL_RECORD_MAX   ((uint32_t)1 << 27) /* 128 MiB */
 #define TSDB_WAL_FRAME_HDR    8
+#define TSDB_WAL_FRAME_SNAPPY ((uint32_t)1 << 31)
+#define TSDB_WAL_COMPRESS_MIN 64
 
 enum {
     TSDB_WAL_SYNC_NONE = 0,
@@ -82,6 +96,10 @@ typedef struct tsdb_wal_opts {
     uint64_t segment_size;     /* 0: TSDB_WAL_SEGMENT_SIZE */
     int sync;                  /* TSDB_WAL_SYNC_* */
     uint32_t sync_interval_ms; /* for TSDB_WAL_SYNC_INTERVAL (0: 1000) */
+    int compress;              /* snappy-compress records (see COMPRESSION) */
+    int read_only;             /* replay only: nothing is created, truncated,
+                                * deleted or written; appends fail with
+                                * BASE_E_INVAL (tools reading a live dir) */
 } tsdb_wal_opts;
 
 typedef struct tsdb_wal_report {
@@ -120,6 +138,11 @@ int tsdb_wal_close(tsdb_wal *w);
  * BASE_E_LIMIT (payload empty or over TSDB_WAL_RECORD_MAX) or out's error. */
 size_t tsdb_wal_frame_begin(base_buf *out);
 int tsdb_wal_frame_end(base_buf *out, size_t start);
+/* Same, compressing the payload when compress != 0 and it pays (see
+ * COMPRESSION); out shrinks accordingly. Also BASE_E_NOMEM. */
+int tsdb_wal_frame_end_z(base_buf *out, size_t start, int compress);
+/* Whether w was opened with compression (writers pass it to frame_end_z). */
+int tsdb_wal_compressing(const tsdb_wal *w);
 
 /* Copies frames (whole frames, made as above) into the pending batch.
  * Returns 0 and a ticket for tsdb_wal_wait, or the sticky error. */

@@ -111,6 +111,74 @@ static void test_roundtrip_rolls(void **st) {
     free(dir);
 }
 
+/* Compression: records written with it come back byte for byte (the
+ * repetitive long ones compressed, short ones not), a WAL read with the
+ * other setting reads both kinds, a compressed frame whose CRC is right
+ * but whose snappy data is not is damage like a bad CRC, and a read-only
+ * open changes nothing on disk. */
+static void test_compression(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("wal"), buf[512], path[600];
+    tsdb_wal_opts o = {.compress = 1};
+    tsdb_wal *w;
+    char err[256];
+    assert_int_equal(tsdb_wal_open(dir, &o, NULL, NULL, NULL, &w, err, sizeof err), 0);
+    assert_int_equal(tsdb_wal_compressing(w), 1);
+    for (unsigned i = 0; i < 300; i++) assert_int_equal(tsdb_wal_log(w, buf, mkrec(buf, i)), 0);
+    assert_int_equal(tsdb_wal_close(w), 0);
+    /* the file is smaller than the plain records would be */
+    snprintf(path, sizeof path, "%s/00000001", dir);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    size_t plain = 0;
+    for (unsigned i = 0; i < 300; i++) plain += TSDB_WAL_FRAME_HDR + mkrec(buf, i);
+    assert_true((size_t)sb.st_size < plain * 3 / 4);
+    coll c = {0};
+    tsdb_wal_report rep;
+    w = wopen(dir, 0, &c, &rep); /* compression off now: still reads */
+    assert_int_equal(c.n, 300);
+    check_seq(&c, 0, 300);
+    assert_int_equal(rep.corruptions, 0);
+    assert_int_equal(tsdb_wal_close(w), 0);
+    coll_free(&c);
+
+    /* a compressed frame with a valid CRC over garbage */
+    base_buf b = {0};
+    size_t s0 = tsdb_wal_frame_begin(&b);
+    for (int i = 0; i < 40; i++) base_buf_append(&b, "\xff\xff\xff\xff", 4);
+    assert_int_equal(tsdb_wal_frame_end(&b, s0), 0);
+    uint8_t *h = (uint8_t *)b.data + s0;
+    uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+    len |= TSDB_WAL_FRAME_SNAPPY;
+    for (int k = 0; k < 4; k++) h[k] = (uint8_t)(len >> (8 * k));
+    uint32_t crc = tsdb_crc32c(tsdb_crc32c(0, h, 4), h + TSDB_WAL_FRAME_HDR, 160);
+    for (int k = 0; k < 4; k++) h[4 + k] = (uint8_t)(crc >> (8 * k));
+    snprintf(path, sizeof path, "%s/00000002", dir);
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b.data, 1, b.len, f), b.len);
+    fclose(f);
+    base_buf_free(&b);
+    /* read-only: reported, nothing truncated */
+    o = (tsdb_wal_opts){.read_only = 1};
+    assert_int_equal(tsdb_wal_open(dir, &o, collect, &c, &rep, &w, err, sizeof err), 0);
+    assert_int_equal(c.n, 300);
+    assert_int_equal(rep.corruptions, 1);
+    assert_non_null(strstr(rep.first_error, "bad compressed record"));
+    assert_int_equal(tsdb_wal_log(w, "x", 1), BASE_E_INVAL);
+    assert_int_equal(tsdb_wal_close(w), 0);
+    coll_free(&c);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_size, 168);
+    /* read-write: the torn tail is cut off */
+    w = wopen(dir, 0, &c, &rep);
+    assert_int_equal(rep.truncated_bytes, 168);
+    assert_int_equal(tsdb_wal_close(w), 0);
+    coll_free(&c);
+    kelvin_rm_rf(dir);
+    free(dir);
+}
+
 enum { NTHR = 8, PER = 400 };
 typedef struct thr {
     tsdb_wal *w;
@@ -326,9 +394,10 @@ static void test_checkpoint(void **st) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_crc),           cmocka_unit_test(test_roundtrip_rolls),
-        cmocka_unit_test(test_group_commit),  cmocka_unit_test(test_torn_tail),
-        cmocka_unit_test(test_flipped_bytes), cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_crc),         cmocka_unit_test(test_roundtrip_rolls),
+        cmocka_unit_test(test_compression), cmocka_unit_test(test_group_commit),
+        cmocka_unit_test(test_torn_tail),   cmocka_unit_test(test_flipped_bytes),
+        cmocka_unit_test(test_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

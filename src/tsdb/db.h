@@ -1,0 +1,175 @@
+/* db.h -- the time-series database: one data directory holding the head
+ * (in memory, logged to the WAL) and the persistent blocks, the jobs that
+ * move data from one to the other (head cutting, compaction, retention),
+ * and the read API that merges them. This is what the server, the
+ * remote-write receiver, rules and PromQL use.
+ *
+ * DIRECTORY (opts.path, default data/):
+ *   lock          flock'ed while a database is open (a second one fails)
+ *   wal/          the head's WAL (wal.h) and its checkpoints
+ *   <ULID>/       blocks (format.h)
+ *   <ULID>.tmp*   leftovers of a crash: removed at open
+ *
+ * OPEN takes the lock, removes leftovers, opens every block (a block that
+ * fails to open is reported in tsdb_db_report and left on disk, never
+ * served, and everything else is), deletes blocks that a finished
+ * compaction replaced (their sources are all in a higher-level block),
+ * replays the WAL into the head, and drops from the head what the newest
+ * block already holds (a crash between writing a block and truncating
+ * the WAL leaves both).
+ *
+ * HEAD CUTTING (as Prometheus): when the head spans more than 1.5 x the
+ * minimum block duration, the oldest aligned range [a, a + min_block) is
+ * written as a level-1 block, then the head is garbage-collected below
+ * a + min_block (later appends before it are rejected as too_old) and a WAL
+ * checkpoint is taken there. The block is complete on disk before the
+ * WAL forgets anything, so a crash at any point loses nothing.
+ *
+ * COMPACTION (as Prometheus's leveled planner): block ranges are min_block
+ * x 3^k up to max_block (default: 10% of the time retention, at most 31
+ * days). Overlapping blocks (e.g. backfilled ones) are merged first; then,
+ * for each range from the second up, blocks inside one aligned range are
+ * merged when they fill it or when newer blocks exist after it. The newest
+ * block is never part of a plan, as in Prometheus. Inputs are deleted once
+ * the merged block is in place.
+ *
+ * RETENTION deletes whole blocks: those ending at or before the newest
+ * block's end minus retention_ms, and, newest first, those past
+ * retention_bytes (the WAL's size counts against the budget too).
+ *
+ * MAINTENANCE runs on one background thread: every maintain_interval_ms
+ * (default 1 min) and when tsdb_db_kick asks. tsdb_db_maintain runs one
+ * round synchronously (tests, tools). Failures are counted and the last
+ * message kept (tsdb_db_stats); the database keeps serving.
+ *
+ * READS. tsdb_db_select merges the head and every block overlapping the
+ * range into one series set sorted by labels; a series in several places
+ * is one series whose samples are merged by time, a timestamp found twice
+ * taken once (the older block wins). Blocks are reference counted: one
+ * that compaction or retention removes stays mapped until the last series
+ * set using it is freed.
+ *
+ * THREADS. Appenders (tsdb_db_head + head.h), selects, listings, stats and
+ * maintenance may run at the same time from any threads. open/close are
+ * single-threaded; close stops the maintenance thread first.
+ *
+ * Errors: 0 or a negative BASE_E_*; err buffers (may be NULL) get a message.
+ */
+#ifndef KELVIN_TSDB_DB_H
+#define KELVIN_TSDB_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/flag.h"
+#include "tsdb/block.h"
+#include "tsdb/head.h"
+
+#define TSDB_DB_DEFAULT_RETENTION_MS (15LL * 24 * 3600 * 1000)
+#define TSDB_DB_DEFAULT_BLOCK_MS     (2LL * 3600 * 1000)
+
+typedef struct tsdb_db_opts {
+    const char *path;             /* data directory (created if missing) */
+    int64_t retention_ms;         /* 0: no time retention */
+    int64_t retention_bytes;      /* 0: no size retention */
+    int64_t min_block_ms;         /* head block range */
+    int64_t max_block_ms;         /* 0: min(retention / 10, 31 d), >= min_block */
+    int wal_compression;          /* compress WAL records (wal.h) */
+    int64_t ooo_window_ms;        /* out-of-order window (head.h) */
+    tsdb_wal_opts wal;            /* segment size and sync policy */
+    uint32_t chunk_samples;       /* head chunk size (0: default) */
+    int64_t maintain_interval_ms; /* 0: 60 s; < 0: no background thread */
+    int read_only;                /* tools: no lock, WAL read but never written */
+} tsdb_db_opts;
+
+/* Prometheus's defaults: data/, 15d, no size limit, 2h blocks, WAL
+ * compression on, no out-of-order window. */
+void tsdb_db_opts_default(tsdb_db_opts *o);
+
+/* The storage flags with Prometheus's names, pointing into the caller's
+ * variables (so a program adds them to its flag table):
+ * --storage.tsdb.path, --storage.tsdb.retention.time,
+ * --storage.tsdb.retention.size, --storage.tsdb.min-block-duration,
+ * --storage.tsdb.max-block-duration, --storage.tsdb.wal-compression,
+ * --storage.tsdb.out-of-order-time-window, --storage.tsdb.wal-sync.
+ * Writes at most cap entries; returns how many there are. */
+typedef struct tsdb_db_flagvars {
+    const char *path, *wal_sync;
+    int64_t retention_ms, retention_bytes, min_block_ms, max_block_ms, ooo_window_ms;
+    int wal_compression;
+} tsdb_db_flagvars;
+#define TSDB_DB_NFLAGS 8
+void tsdb_db_flagvars_init(tsdb_db_flagvars *v);
+size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap);
+/* Checks the parsed flags and fills o (defaults first): BASE_E_INVAL with
+ * the flag named in err. */
+int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, size_t errlen);
+
+typedef struct tsdb_db tsdb_db;
+
+typedef struct tsdb_db_report {
+    tsdb_wal_report wal;
+    size_t blocks;          /* blocks opened */
+    size_t blocks_bad;      /* blocks that failed to open (left on disk) */
+    size_t blocks_replaced; /* leftover inputs of a finished compaction, deleted */
+    size_t leftovers;       /* *.tmp directories removed */
+    char first_error[512];  /* "" or the first problem, for one log line */
+} tsdb_db_report;
+
+/* See OPEN. rep may be NULL. BASE_E_CONFLICT when another process holds
+ * the directory. */
+int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep, char *err, size_t errlen);
+/* Stops maintenance, closes the head (WAL) and the blocks, releases the
+ * lock. No appender or series set may be alive. */
+int tsdb_db_close(tsdb_db *db);
+
+/* The head, for appenders (head.h). */
+tsdb_head *tsdb_db_head(tsdb_db *db);
+
+/* One maintenance round now (see MAINTENANCE): head cutting, compaction,
+ * retention. Returns the first error (the round goes on after one). */
+int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen);
+/* Wakes the maintenance thread (cheap; e.g. after a commit). */
+void tsdb_db_kick(tsdb_db *db);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct tsdb_db_set tsdb_db_set;
+
+/* Series matching all matchers (n may be 0) with samples in [mint, maxt]
+ * (inclusive), from the head and the blocks, sorted by labels. */
+int tsdb_db_select(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                   tsdb_db_set **ret);
+/* 1 and the next series, 0 at the end, <0. */
+int tsdb_db_set_next(tsdb_db_set *s);
+const labels_set *tsdb_db_set_labels(const tsdb_db_set *s);
+/* 1 and the next sample of the current series within [mint, maxt], 0 at its
+ * end, <0 (BASE_E_PARSE: a damaged chunk; the other series stay readable). */
+int tsdb_db_set_sample(tsdb_db_set *s, int64_t *ret_t, double *ret_v);
+void tsdb_db_set_free(tsdb_db_set *s);
+
+/* Label names / values of `name` over head and blocks overlapping
+ * [mint, maxt], of the series matching ms (n == 0: all). */
+int tsdb_db_label_names(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                        tsdb_strs **ret);
+int tsdb_db_label_values(tsdb_db *db, base_str name, labels_matcher *const *ms, size_t n, int64_t mint,
+                         int64_t maxt, tsdb_strs **ret);
+
+/* ---- accounting --------------------------------------------------------- */
+
+typedef struct tsdb_db_stats {
+    tsdb_head_stats head;
+    size_t blocks;
+    uint64_t block_bytes, block_series, block_samples;
+    int64_t blocks_mint, blocks_maxt; /* 0, 0 without blocks */
+    uint64_t wal_bytes;
+    uint64_t head_cuts, compactions, compactions_failed, retention_deleted;
+    uint64_t maintain_runs, maintain_failed;
+    char last_error[256];
+} tsdb_db_stats;
+void tsdb_db_stats_get(tsdb_db *db, tsdb_db_stats *ret);
+
+/* The metas of the open blocks, oldest first (caller frees *ret). */
+int tsdb_db_blocks(tsdb_db *db, tsdb_block_meta **ret, size_t *ret_n);
+
+#endif

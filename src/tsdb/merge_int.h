@@ -1,0 +1,67 @@
+/* merge_int.h -- a k-way merge of sorted series sources (module-internal):
+ * what compaction (blocks into one block) and the database's select (head
+ * and blocks into one answer) have in common.
+ *
+ * A source is any iterator over series sorted by labels (labels_cmp
+ * ascending, no duplicates within one source), each series with strictly
+ * ascending timestamps: a head series set, a block series set, ... The
+ * merge yields every label set present in any source once, in order; its
+ * samples are the union of the sources' samples for that label set, by
+ * time; a timestamp present in several sources is taken from the source
+ * added first (the others' sample at that timestamp is skipped).
+ *
+ * Ownership: the merge owns its input array, not the sources (free them
+ * after tsdb__merge_free). One thread at a time.
+ */
+#ifndef KELVIN_TSDB_MERGE_INT_H
+#define KELVIN_TSDB_MERGE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "labels/labels.h"
+
+typedef struct tsdb__merge_ops {
+    /* 1 and the next series, 0 at the end, <0 on error. */
+    int (*next)(void *it);
+    /* The current series' labels (valid until next). */
+    const labels_set *(*labels)(const void *it);
+    /* 1 and the next sample of the current series, 0 at its end, <0. */
+    int (*sample)(void *it, int64_t *ret_t, double *ret_v);
+} tsdb__merge_ops;
+
+typedef struct tsdb__merge_in {
+    const tsdb__merge_ops *ops;
+    void *it;
+    uint8_t alive;    /* has a current series */
+    uint8_t in_group; /* its current series is the merged one */
+    uint8_t has;      /* t, v hold its next sample */
+    int64_t t;
+    double v;
+} tsdb__merge_in;
+
+typedef struct tsdb__merge {
+    tsdb__merge_in *in;
+    size_t n, cap;
+    int started;
+    const labels_set *cur;
+} tsdb__merge;
+
+/* Adds a source (before the first next). 0 or BASE_E_NOMEM. */
+int tsdb__merge_add(tsdb__merge *m, const tsdb__merge_ops *ops, void *it);
+/* 1 and the next merged series' labels (valid until the next call), 0 at
+ * the end, <0: a source's error. */
+int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls);
+/* 1 and the next merged sample of the current series, 0 at its end, <0. */
+int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v);
+void tsdb__merge_free(tsdb__merge *m);
+
+/* Adapters for the tsdb_series_src callbacks of block.h (ctx: a merge). */
+int tsdb__merge_src_next(void *ctx, const labels_set **ret_ls);
+int tsdb__merge_src_sample(void *ctx, int64_t *ret_t, double *ret_v);
+
+/* Ops for a block series set and a head series set. */
+extern const tsdb__merge_ops tsdb__merge_block_ops;
+extern const tsdb__merge_ops tsdb__merge_head_ops;
+
+#endif
