@@ -517,8 +517,10 @@ static int prepare(labels_builder *b, unsigned flags, char *err, size_t errlen) 
             }
             if (i > 0 && base_str_eq(b->pairs[i].name, b->pairs[i - 1].name)) {
                 err_name(err, errlen, "label name", b->pairs[i].name);
-                size_t l = err && errlen ? strlen(err) : 0;
-                labels__errf(err + l, errlen - l, " is not unique");
+                if (err && errlen) {
+                    size_t l = strlen(err);
+                    labels__errf(err + l, errlen - l, " is not unique");
+                }
                 return BASE_E_INVAL;
             }
         }

@@ -7,13 +7,19 @@
  *   idx_lock   -- rwlock over the postings index (written only under
  *                 commit_mu).
  *   shard mu   -- each of 256 shards of the hash and ref tables.
- *   stripe mu  -- per-series state (chunks, appender, last sample),
- *                 stripes[ref & 4095].
+ *   stripe mu  -- per-series state (chunks, open chunk stream, OOO
+ *                 store), stripes[ref & 4095].
  * A series is reference counted: the tables hold one reference, appenders
- * and readers take one while they hold a pointer. `dead` is set (under
+ * and readers take one while they hold a pointer. RC_DEAD is set (under
  * commit_mu) when GC has unlinked it; the last reference frees it.
  * Postings keep their keys' interned ids alive with their own references
  * (ids are recycled once freed).
+ *
+ * Memory per series is the figure to watch (millions of series): series
+ * table slots are 8-byte tagged pointers, postings are delta-coded with
+ * one ref inline, a series' closed chunks share one allocation, and the
+ * open chunk is a small staging stream instead of a tsdb_chunk_app (see
+ * hseries). Allocation sizes are accounted as malloc_usable_size + 8.
  */
 #include "tsdb/head.h"
 
@@ -28,6 +34,7 @@
 
 #include "base/err.h"
 #include "tsdb/chunk.h"
+#include "tsdb/chunk_int.h"
 #include "tsdb/head_int.h"
 #include "tsdb/record.h"
 
@@ -41,52 +48,336 @@ static size_t msize(const void *p) {
     return p ? malloc_usable_size((void *)p) + MALLOC_OVERHEAD : 0;
 }
 
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, nc * size);
+    if (!q) return BASE_E_NOMEM;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+typedef struct refvec {
+    uint64_t *v;
+    size_t n, cap;
+} refvec;
+
+static int rv_push(refvec *r, const uint64_t *refs, size_t n) {
+    if (n == 0) return 0;
+    if (grow((void **)&r->v, &r->cap, r->n + n, sizeof *r->v)) return BASE_E_NOMEM;
+    memcpy(r->v + r->n, refs, n * sizeof *refs);
+    r->n += n;
+    return 0;
+}
+
 /* ---- series ------------------------------------------------------------- */
 
+/* A chunk being added to a chunk list (its bytes are copied). */
 typedef struct hchunk {
     int64_t mint, maxt;
     uint8_t *data;
     uint32_t len, n;
 } hchunk;
 
+/* CHUNK LISTS. The closed chunks of a series (and of its OOO store) live
+ * in one allocation: nch metas, then every chunk's bytes back to back, in
+ * time order and not overlapping. A chunk costs its bytes and 16 bytes of
+ * meta, with no allocation of its own; adding or dropping chunks builds a
+ * new block (once per chunk_samples samples, or per GC). A chunk spans at
+ * most UINT32_MAX ms (the appender cuts earlier when needed). */
+typedef struct cmeta {
+    int64_t mint;
+    uint32_t dmax; /* maxt - mint */
+    uint32_t end;  /* offset just past its bytes, from the end of the metas */
+} cmeta;
+
+static inline const cmeta *cmetas(const uint8_t *b) {
+    return (const cmeta *)(const void *)b;
+}
+static inline int64_t cm_maxt(const cmeta *m) {
+    return (int64_t)((uint64_t)m->mint + m->dmax);
+}
+/* The bytes of chunk i of the list (b, n). */
+static inline const uint8_t *cl_data(const uint8_t *b, uint32_t n, uint32_t i, uint32_t *ret_len) {
+    const cmeta *m = cmetas(b);
+    uint32_t start = i ? m[i - 1].end : 0;
+    *ret_len = m[i].end - start;
+    return b + (size_t)n * sizeof(cmeta) + start;
+}
+/* Samples in chunk i (read from its header). */
+static uint32_t cl_count(const uint8_t *b, uint32_t n, uint32_t i) {
+    uint32_t len;
+    const uint8_t *d = cl_data(b, n, i, &len);
+    tsdb_chunk_it it;
+    tsdb_chunk_it_init(&it, d, len);
+    return tsdb_chunk_it_count(&it);
+}
+
+/* Index of the first chunk that ends at or after t (n if none). */
+static uint32_t cl_lower(const uint8_t *b, uint32_t n, int64_t t) {
+    const cmeta *m = cmetas(b);
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cm_maxt(&m[mid]) < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Index of the chunk whose range holds t, or n. */
+static uint32_t cl_at(const uint8_t *b, uint32_t n, int64_t t) {
+    uint32_t i = cl_lower(b, n, t);
+    return i < n && cmetas(b)[i].mint <= t ? i : n;
+}
+
+/* Replaces chunks [i0, i1) of the list (*b, *n) with the nn chunks of c:
+ * 0, or BASE_E_NOMEM / BASE_E_LIMIT with the list unchanged. */
+static int cl_splice(uint8_t **b, uint32_t *n, uint32_t i0, uint32_t i1, const hchunk *c, uint32_t nn) {
+    const uint8_t *ob = *b;
+    uint32_t on = *n, len;
+    uint64_t bytes = 0, nm = (uint64_t)on - (i1 - i0) + nn;
+    for (uint32_t i = 0; i < on; i++)
+        if (i < i0 || i >= i1) bytes += (cl_data(ob, on, i, &len), len);
+    for (uint32_t k = 0; k < nn; k++) {
+        if ((uint64_t)c[k].maxt - (uint64_t)c[k].mint > UINT32_MAX) return BASE_E_LIMIT;
+        bytes += c[k].len;
+    }
+    if (bytes > UINT32_MAX || nm > UINT32_MAX) return BASE_E_LIMIT;
+    uint8_t *x = NULL;
+    if (nm && !(x = malloc((size_t)nm * sizeof(cmeta) + (size_t)bytes))) return BASE_E_NOMEM;
+    cmeta *m = (cmeta *)(void *)x;
+    uint8_t *d = x + (size_t)nm * sizeof(cmeta);
+    uint32_t off = 0, k = 0;
+    for (uint32_t i = 0; i <= on; i++) {
+        if (i == i0)
+            for (uint32_t j = 0; j < nn; j++) {
+                memcpy(d + off, c[j].data, c[j].len);
+                off += c[j].len;
+                m[k++] = (cmeta){c[j].mint, (uint32_t)((uint64_t)c[j].maxt - (uint64_t)c[j].mint), off};
+            }
+        if (i == on) break;
+        if (i >= i0 && i < i1) continue;
+        const uint8_t *src = cl_data(ob, on, i, &len);
+        memcpy(d + off, src, len);
+        off += len;
+        m[k] = cmetas(ob)[i];
+        m[k++].end = off;
+    }
+    free(*b);
+    *b = x;
+    *n = (uint32_t)nm;
+    return 0;
+}
+
+/* One out-of-order sample: value as its bit pattern. */
+typedef struct osamp {
+    int64_t t;
+    uint64_t v;
+} osamp;
+
+/* A series' out-of-order store, allocated with its first OOO sample. buf
+ * holds the newest samples sorted by t (at most OOO_BUF_MAX); when it is
+ * full it is merged with the chunks it overlaps (and a small neighbour)
+ * into new immutable chunks, so the chunk list (cb, nch) stays sorted and
+ * non-overlapping. No timestamp is in two places, nor in the series'
+ * in-order chunks. */
+typedef struct hooo {
+    uint8_t *cb;
+    uint32_t nch;
+    uint32_t nbuf, capbuf;
+    osamp *buf;
+} hooo;
+
+#define OOO_BUF_MAX 32
+
+static void ooo_free(hooo *o) {
+    if (!o) return;
+    free(o->cb);
+    free(o->buf);
+    free(o);
+}
+
+/* rc counts references; RC_DEAD is set (under commit_mu) when GC has
+ * unlinked the series. */
+#define RC_DEAD ((uint32_t)1 << 31)
+
+/* A series. Memory per active series matters (millions of them), so the
+ * open chunk is not a tsdb_chunk_app (264 bytes of state plus buffers
+ * with slack) but a small STAGING stream: the series keeps the last time,
+ * interval and value, and a bit stream (chunk_int.h's writer, its buffer
+ * grown here a few bytes at a time) holding per sample after the first
+ *   a delta of delta of the timestamp: '0' for 0, else '10', '110',
+ *   '1110' + 8, 16, 24 bits of its zigzag, or '1111' + 64 raw bits,
+ *   and the value as Gorilla XOR bits (chunk_int.h's tsdb__xor_put);
+ * the first sample's time is t0 and its value 64 raw bits. When the open
+ * chunk is cut, the stream is decoded into the thread's tsdb_chunk_app
+ * (hscratch), which picks the chunk encoding as always, and freed.
+ * Readers decode the stream themselves (stit). */
 typedef struct hseries {
     uint64_t ref, hash;
     labels_set *ls;
+    uint8_t *cb;    /* closed in-order chunks (see CHUNK LISTS) */
+    hooo *ooo;      /* NULL until the first out-of-order sample */
+    int64_t t0;     /* first time in the open chunk */
+    int64_t tlast;  /* last in-order time (when n || nch) */
+    uint64_t vlast; /* bits of the last in-order value */
+    uint64_t dlast; /* last interval in the open chunk */
+    tsdb__bw w;     /* the open chunk's staging stream */
     _Atomic uint32_t rc;
-    uint8_t dead;
-    uint32_t nch, capch;
-    hchunk *ch;
-    int64_t open_mint;
-    int64_t last_t; /* INT64_MIN: no sample yet */
-    uint64_t last_v;
-    tsdb_chunk_app app;
+    uint32_t nch;        /* closed chunks */
+    uint32_t n;          /* samples in the open chunk */
+    uint8_t lead, trail; /* the XOR window (lead 0xff: none yet) */
 } hseries;
 
+/* Whether s has an in-order sample (then tlast is the last one's time). */
+static inline int series_has(const hseries *s) {
+    return s->n || s->nch;
+}
+/* Time of the last in-order sample (INT64_MIN: none yet, or at INT64_MIN). */
+static inline int64_t series_last_t(const hseries *s) {
+    return series_has(s) ? s->tlast : INT64_MIN;
+}
+/* Time of the first in-order sample (only when there is one). */
+static inline int64_t series_first_t(const hseries *s) {
+    return s->nch ? cmetas(s->cb)[0].mint : s->t0;
+}
+
+static int series_dead(hseries *s) {
+    return (atomic_load_explicit(&s->rc, memory_order_relaxed) & RC_DEAD) != 0;
+}
+
 static void series_free(hseries *s) {
-    for (uint32_t i = 0; i < s->nch; i++) free(s->ch[i].data);
-    free(s->ch);
-    tsdb_chunk_app_free(&s->app);
+    free(s->cb);
+    ooo_free(s->ooo);
+    free(s->w.buf);
     labels_unref(s->ls);
     free(s);
+}
+
+/* ---- staging streams ---------------------------------------------------- */
+
+/* Bytes a sample may add to a stream (at most 145 bits and one flush). */
+#define STAGE_RESERVE 24u
+
+/* Appends (t, bits) to s's staging stream; t is after s's last sample and
+ * at most UINT32_MAX ms after t0. 0 or BASE_E_NOMEM (s unchanged). */
+static int stage_append(hseries *s, int64_t t, uint64_t bits) {
+    tsdb__bw *w = &s->w;
+    if ((size_t)w->len + STAGE_RESERVE > w->cap) { /* grow tightly: 32 bytes at a time */
+        size_t cap = (size_t)w->len + STAGE_RESERVE + 32;
+        if (cap > TSDB__STREAM_LIMIT) return BASE_E_LIMIT;
+        uint8_t *b = realloc(w->buf, cap);
+        if (!b) return BASE_E_NOMEM;
+        size_t room = malloc_usable_size(b);
+        w->buf = b;
+        w->cap = (uint32_t)(room < TSDB__STREAM_LIMIT ? room : cap);
+    }
+    if (s->n == 0) {
+        s->t0 = t;
+        s->dlast = 0;
+        s->lead = 0xff;
+        s->trail = 0;
+        tsdb__bw_put64(w, bits, 64);
+    } else {
+        uint64_t d = (uint64_t)t - (uint64_t)s->tlast, z = tsdb__zz(d - s->dlast);
+        if (z == 0)
+            tsdb__bw_put(w, 0, 1);
+        else if (z < (1u << 8))
+            tsdb__bw_put(w, (2u << 8) | z, 10);
+        else if (z < (1u << 16))
+            tsdb__bw_put(w, (6u << 16) | z, 19);
+        else if (z < (1u << 24))
+            tsdb__bw_put(w, (14ull << 24) | z, 28);
+        else {
+            tsdb__bw_put(w, 15, 4);
+            tsdb__bw_put64(w, d - s->dlast, 64);
+        }
+        s->dlast = d;
+        tsdb__xor_put(w, s->vlast, bits, &s->lead, &s->trail);
+    }
+    s->tlast = t;
+    s->vlast = bits;
+    s->n++;
+    return 0;
+}
+
+/* The stream's bytes (pending bits included) into out: 0 or out's error. */
+static int stage_emit(const hseries *s, base_buf *out) {
+    size_t n = tsdb__bw_emit(&s->w, 0, 0, NULL);
+    int e = base_buf_reserve(out, n + 1);
+    if (e) return e;
+    tsdb__bw_emit(&s->w, 0, 0, (uint8_t *)out->data + out->len);
+    out->len += n;
+    out->data[out->len] = '\0'; /* base_buf's invariant */
+    return 0;
+}
+
+/* Reads a staging stream back. */
+typedef struct stit {
+    tsdb__br r;
+    int64_t t;
+    uint64_t d, v; /* last interval, value bits */
+    uint32_t i, n;
+    uint8_t lead, trail;
+} stit;
+
+static void stit_init(stit *it, const uint8_t *p, size_t len, int64_t t0, uint32_t n) {
+    memset(it, 0, sizeof *it);
+    tsdb__br_init(&it->r, p, len);
+    it->t = t0;
+    it->n = n;
+}
+
+/* Next sample into it->t, it->v: 1, 0 at the end, <0 on damage. */
+static int stit_next(stit *it) {
+    if (it->i >= it->n) return 0;
+    tsdb__br *r = &it->r;
+    if (it->i == 0) {
+        it->v = tsdb__br_get64(r, 64);
+    } else {
+        uint64_t dod;
+        if (!tsdb__br_get(r, 1))
+            dod = 0;
+        else if (!tsdb__br_get(r, 1))
+            dod = tsdb__unzz(tsdb__br_get(r, 8));
+        else if (!tsdb__br_get(r, 1))
+            dod = tsdb__unzz(tsdb__br_get(r, 16));
+        else if (!tsdb__br_get(r, 1))
+            dod = tsdb__unzz(tsdb__br_get(r, 24));
+        else
+            dod = tsdb__br_get64(r, 64);
+        it->d += dod;
+        it->t = (int64_t)((uint64_t)it->t + it->d);
+        tsdb__xor_get(r, &it->v, &it->lead, &it->trail);
+    }
+    if (r->err) return r->err;
+    it->i++;
+    return 1;
 }
 
 static void series_get(hseries *s) {
     atomic_fetch_add_explicit(&s->rc, 1, memory_order_relaxed);
 }
 static void series_put(hseries *s) {
-    if (s && atomic_fetch_sub_explicit(&s->rc, 1, memory_order_acq_rel) == 1) series_free(s);
+    if (s && (atomic_fetch_sub_explicit(&s->rc, 1, memory_order_acq_rel) & ~RC_DEAD) == 1) series_free(s);
 }
 
 /* ---- open-addressing series tables -------------------------------------- */
 
-/* A slot keeps its series' key (ref for byref, hash for byhash) beside the
- * pointer, so a probe touches only the slot array until the key matches:
- * lookups by ref (every sample on the append and replay paths) cost about
- * one cache miss instead of one per probed series. */
-typedef struct sslot {
-    uint64_t key;
-    hseries *s; /* NULL: empty */
-} sslot;
+/* A slot is the series' pointer with 4 bits of its key's hash in the low
+ * bits (series are malloc'ed, so 16-byte aligned): a probe dereferences a
+ * series only when the tag matches (1 in 16 for another key), so lookups
+ * by ref (every sample on the append and replay paths) cost about one
+ * cache miss with 8-byte slots. 0: empty. */
+typedef uintptr_t sslot;
+
+#define STAG ((uintptr_t)15)
+_Static_assert(_Alignof(max_align_t) > STAG, "series pointers need 4 free low bits");
 
 typedef struct smap {
     sslot *slot;
@@ -102,50 +393,61 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
-static inline uint64_t skey(const hseries *s, int byref) {
-    return byref ? s->ref : s->hash;
+/* The hash of a key: the top 8 bits pick the shard, bits 48..51 the tag,
+ * the low bits the home slot. */
+static inline uint64_t skh(uint64_t key, int byref) {
+    return byref ? mix64(key) : key;
 }
-/* Home slot of a key. */
-static inline uint32_t shome(uint64_t key, int byref, uint32_t mask) {
-    return (uint32_t)(byref ? mix64(key) : key) & mask;
+static inline uint64_t skh_of(const hseries *s, int byref) {
+    return byref ? mix64(s->ref) : s->hash;
+}
+static inline uintptr_t stag(uint64_t kh) {
+    return (uintptr_t)(kh >> 48) & STAG;
+}
+static inline hseries *sptr(sslot x) {
+    return (hseries *)(x & ~STAG);
+}
+/* The series in slot i of m, or NULL. */
+static inline hseries *smap_at(const smap *m, uint32_t i) {
+    return sptr(m->slot[i]);
 }
 
 static int smap_put(smap *m, hseries *s, int byref) {
-    if ((m->n + 1) * 4 > (uint64_t)m->cap * 3) {
+    if ((m->n + 1) * 5 > (uint64_t)m->cap * 4) { /* load <= 0.8 */
         uint32_t ncap = m->cap ? m->cap * 2 : 16;
         sslot *ns = calloc(ncap, sizeof *ns);
         if (!ns) return BASE_E_NOMEM;
         for (uint32_t i = 0; i < m->cap; i++) {
-            if (!m->slot[i].s) continue;
-            uint32_t j = shome(m->slot[i].key, byref, ncap - 1);
-            while (ns[j].s) j = (j + 1) & (ncap - 1);
+            if (!m->slot[i]) continue;
+            uint32_t j = (uint32_t)skh_of(sptr(m->slot[i]), byref) & (ncap - 1);
+            while (ns[j]) j = (j + 1) & (ncap - 1);
             ns[j] = m->slot[i];
         }
         free(m->slot);
         m->slot = ns;
         m->cap = ncap;
     }
-    uint64_t key = skey(s, byref);
-    uint32_t j = shome(key, byref, m->cap - 1);
-    while (m->slot[j].s) j = (j + 1) & (m->cap - 1);
-    m->slot[j] = (sslot){key, s};
+    uint64_t kh = skh_of(s, byref);
+    uint32_t j = (uint32_t)kh & (m->cap - 1);
+    while (m->slot[j]) j = (j + 1) & (m->cap - 1);
+    m->slot[j] = (uintptr_t)s | stag(kh);
     m->n++;
     return 0;
 }
 
 static void smap_del(smap *m, hseries *s, int byref) {
     if (!m->cap) return;
-    uint32_t mask = m->cap - 1, i = shome(skey(s, byref), byref, mask);
-    while (m->slot[i].s && m->slot[i].s != s) i = (i + 1) & mask;
-    if (!m->slot[i].s) return;
-    m->slot[i] = (sslot){0, NULL};
+    uint32_t mask = m->cap - 1, i = (uint32_t)skh_of(s, byref) & mask;
+    while (m->slot[i] && sptr(m->slot[i]) != s) i = (i + 1) & mask;
+    if (!m->slot[i]) return;
+    m->slot[i] = 0;
     m->n--;
     /* backward-shift deletion keeps probe chains intact */
-    for (uint32_t j = (i + 1) & mask; m->slot[j].s; j = (j + 1) & mask) {
-        uint32_t home = shome(m->slot[j].key, byref, mask);
+    for (uint32_t j = (i + 1) & mask; m->slot[j]; j = (j + 1) & mask) {
+        uint32_t home = (uint32_t)skh_of(sptr(m->slot[j]), byref) & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             m->slot[i] = m->slot[j];
-            m->slot[j] = (sslot){0, NULL};
+            m->slot[j] = 0;
             i = j;
         }
     }
@@ -154,16 +456,21 @@ static void smap_del(smap *m, hseries *s, int byref) {
 static hseries *smap_get_ref(const smap *m, uint64_t ref) {
     if (!m->cap) return NULL;
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = shome(ref, 1, mask); m->slot[i].s; i = (i + 1) & mask)
-        if (m->slot[i].key == ref) return m->slot[i].s;
+    uint64_t kh = skh(ref, 1);
+    uintptr_t tag = stag(kh);
+    for (uint32_t i = (uint32_t)kh & mask; m->slot[i]; i = (i + 1) & mask)
+        if ((m->slot[i] & STAG) == tag && sptr(m->slot[i])->ref == ref) return sptr(m->slot[i]);
     return NULL;
 }
 
 static hseries *smap_get_hash(const smap *m, uint64_t hash, const labels_set *ls) {
     if (!m->cap) return NULL;
     uint32_t mask = m->cap - 1;
-    for (uint32_t i = shome(hash, 0, mask); m->slot[i].s; i = (i + 1) & mask)
-        if (m->slot[i].key == hash && labels_equal(m->slot[i].s->ls, ls)) return m->slot[i].s;
+    uintptr_t tag = stag(hash);
+    for (uint32_t i = (uint32_t)hash & mask; m->slot[i]; i = (i + 1) & mask) {
+        hseries *s = sptr(m->slot[i]);
+        if ((m->slot[i] & STAG) == tag && s->hash == hash && labels_equal(s->ls, ls)) return s;
+    }
     return NULL;
 }
 
@@ -174,35 +481,193 @@ typedef struct shard {
 
 /* ---- postings index ----------------------------------------------------- */
 
-typedef struct post {
-    labels_sym value;
-    uint32_t n, cap;
-    uint64_t *refs; /* sorted ascending */
-} post;
+/* A postings list: the refs of the series holding one label pair,
+ * ascending. A single ref is kept inline (the values of unique labels such
+ * as a GPU UUID have one series each); more are LEB128 deltas in a block
+ * headed by the last ref and the block's capacity, so adding a ref larger
+ * than the last (nearly every add: refs grow) writes a byte or two at the
+ * end. Other adds and GC decode and re-encode the list. */
+typedef struct plist {
+    uint32_t n;   /* refs */
+    uint32_t len; /* delta bytes in the block (n > 1) */
+    union {
+        uint64_t one; /* n == 1 */
+        uint8_t *blk; /* n > 1: pblk header, then len bytes of deltas */
+    } u;
+} plist;
 
-typedef struct umap { /* labels_sym -> pointer, open addressing */
+typedef struct pblk {
+    uint64_t last;
+    uint32_t cap; /* delta bytes the block has room for */
+    uint32_t pad;
+} pblk;
+
+static inline uint8_t *pdeltas(const plist *p) {
+    return p->u.blk + sizeof(pblk);
+}
+static inline pblk *phdr(const plist *p) {
+    return (pblk *)(void *)p->u.blk;
+}
+
+/* Decodes one delta (trusted bytes, written by plist_put_delta). */
+static inline uint64_t pget(const uint8_t **q) {
+    uint64_t x = 0;
+    for (unsigned sh = 0;; sh += 7) {
+        uint8_t b = *(*q)++;
+        x |= (uint64_t)(b & 0x7f) << sh;
+        if (b < 0x80) return x;
+    }
+}
+
+static void plist_free(plist *p) {
+    if (p->n > 1) free(p->u.blk);
+    memset(p, 0, sizeof *p);
+}
+
+/* Encodes the ascending refs r[0..n) into p (freed first on success). */
+static int plist_build(plist *p, const uint64_t *r, size_t n) {
+    if (n > UINT32_MAX) return BASE_E_LIMIT;
+    if (n <= 1) {
+        plist_free(p);
+        p->n = (uint32_t)n;
+        if (n) p->u.one = r[0];
+        return 0;
+    }
+    size_t cap = 0;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t tmp[10];
+        cap += tsdb__put_uvarint(tmp, r[i] - prev);
+        prev = r[i];
+    }
+    if (cap > UINT32_MAX - 64) return BASE_E_LIMIT;
+    uint8_t *b = malloc(sizeof(pblk) + cap);
+    if (!b) return BASE_E_NOMEM;
+    plist_free(p);
+    p->u.blk = b;
+    p->n = (uint32_t)n;
+    uint8_t *q = pdeltas(p);
+    prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        q += tsdb__put_uvarint(q, r[i] - prev);
+        prev = r[i];
+    }
+    p->len = (uint32_t)cap;
+    size_t room = malloc_usable_size(b) - sizeof(pblk); /* use the slack */
+    *phdr(p) = (pblk){r[n - 1], room < UINT32_MAX / 2 ? (uint32_t)room : (uint32_t)cap, 0};
+    return 0;
+}
+
+/* Appends the refs of p to out (ascending). */
+static int plist_push(const plist *p, refvec *out) {
+    if (!p->n) return 0;
+    if (grow((void **)&out->v, &out->cap, out->n + p->n, sizeof *out->v)) return BASE_E_NOMEM;
+    if (p->n == 1) {
+        out->v[out->n++] = p->u.one;
+        return 0;
+    }
+    const uint8_t *q = pdeltas(p);
+    uint64_t r = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        r += pget(&q);
+        out->v[out->n++] = r;
+    }
+    return 0;
+}
+
+static int plist_add(plist *p, uint64_t ref) {
+    if (p->n == 0) {
+        p->u.one = ref;
+        p->n = 1;
+        return 0;
+    }
+    uint64_t last = p->n == 1 ? p->u.one : phdr(p)->last;
+    if (ref > last && p->n > 1) { /* the common case */
+        uint8_t tmp[10];
+        unsigned k = tsdb__put_uvarint(tmp, ref - last);
+        pblk *hd = phdr(p);
+        if (p->len + k > hd->cap) {
+            if (p->n == UINT32_MAX || hd->cap > UINT32_MAX / 2 - 64) return BASE_E_LIMIT;
+            uint32_t cap = hd->cap * 2 > p->len + k ? hd->cap * 2 : p->len + k;
+            uint8_t *b = realloc(p->u.blk, sizeof(pblk) + cap);
+            if (!b) return BASE_E_NOMEM;
+            p->u.blk = b;
+            size_t room = malloc_usable_size(b) - sizeof(pblk);
+            phdr(p)->cap = room < UINT32_MAX / 2 ? (uint32_t)room : cap;
+        }
+        memcpy(pdeltas(p) + p->len, tmp, k);
+        p->len += k;
+        phdr(p)->last = ref;
+        p->n++;
+        return 0;
+    }
+    refvec r = {0};
+    int e = plist_push(p, &r);
+    if (!e) e = grow((void **)&r.v, &r.cap, r.n + 1, sizeof *r.v);
+    if (!e) {
+        size_t i = r.n;
+        while (i > 0 && r.v[i - 1] > ref) i--;
+        if (i == 0 || r.v[i - 1] != ref) {
+            memmove(r.v + i + 1, r.v + i, (r.n - i) * sizeof *r.v);
+            r.v[i] = ref;
+            r.n++;
+            e = plist_build(p, r.v, r.n);
+        }
+    }
+    free(r.v);
+    return e;
+}
+
+/* Bytes p holds on the heap. */
+static size_t plist_bytes(const plist *p) {
+    return p->n > 1 ? msize(p->u.blk) : 0;
+}
+
+/* labels_sym -> value, open addressing; LABELS_SYM_NONE marks a free slot. */
+typedef struct umap { /* -> pointer (label names) */
     labels_sym *key;
     void **val;
     uint32_t cap, n;
 } umap;
 
+typedef struct pmap { /* -> postings list (the values of one name) */
+    labels_sym *key;
+    plist *val;
+    uint32_t cap, n;
+} pmap;
+
 typedef struct nament {
     labels_sym name;
-    umap values; /* -> post */
+    pmap values;
 } nament;
+
+static inline uint32_t symhome(labels_sym k, uint32_t cap) {
+    return (uint32_t)mix64(k) & (cap - 1);
+}
+
+/* Slot of key k in a map of cap slots, or the free slot where it would go. */
+static uint32_t sym_slot(const labels_sym *key, uint32_t cap, labels_sym k) {
+    uint32_t i = symhome(k, cap);
+    while (key[i] != LABELS_SYM_NONE && key[i] != k) i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static labels_sym *sym_keys(uint32_t cap) {
+    labels_sym *k = malloc(cap * sizeof *k);
+    if (k) memset(k, 0xff, cap * sizeof *k); /* LABELS_SYM_NONE */
+    return k;
+}
 
 static void *umap_get(const umap *m, labels_sym k) {
     if (!m->cap) return NULL;
-    uint32_t mask = m->cap - 1;
-    for (uint32_t i = (uint32_t)mix64(k) & mask; m->val[i]; i = (i + 1) & mask)
-        if (m->key[i] == k) return m->val[i];
-    return NULL;
+    uint32_t i = sym_slot(m->key, m->cap, k);
+    return m->key[i] == k ? m->val[i] : NULL;
 }
 
 static int umap_put(umap *m, labels_sym k, void *v) {
-    if ((m->n + 1) * 4 > (uint64_t)m->cap * 3) {
+    if ((m->n + 1) * 8 > (uint64_t)m->cap * 7) { /* load <= 0.875: 4-byte keys probe fast */
         uint32_t ncap = m->cap ? m->cap * 2 : 8;
-        labels_sym *nk = calloc(ncap, sizeof *nk);
+        labels_sym *nk = sym_keys(ncap);
         void **nv = calloc(ncap, sizeof *nv);
         if (!nk || !nv) {
             free(nk);
@@ -210,9 +675,8 @@ static int umap_put(umap *m, labels_sym k, void *v) {
             return BASE_E_NOMEM;
         }
         for (uint32_t i = 0; i < m->cap; i++) {
-            if (!m->val[i]) continue;
-            uint32_t j = (uint32_t)mix64(m->key[i]) & (ncap - 1);
-            while (nv[j]) j = (j + 1) & (ncap - 1);
+            if (m->key[i] == LABELS_SYM_NONE) continue;
+            uint32_t j = sym_slot(nk, ncap, m->key[i]);
             nk[j] = m->key[i];
             nv[j] = m->val[i];
         }
@@ -222,8 +686,7 @@ static int umap_put(umap *m, labels_sym k, void *v) {
         m->val = nv;
         m->cap = ncap;
     }
-    uint32_t j = (uint32_t)mix64(k) & (m->cap - 1);
-    while (m->val[j]) j = (j + 1) & (m->cap - 1);
+    uint32_t j = sym_slot(m->key, m->cap, k);
     m->key[j] = k;
     m->val[j] = v;
     m->n++;
@@ -236,23 +699,58 @@ static void umap_free(umap *m) {
     memset(m, 0, sizeof *m);
 }
 
-static int post_add(post *p, uint64_t ref) {
-    if (p->n == p->cap) {
-        uint32_t nc = p->cap ? p->cap * 2 : 2;
-        uint64_t *r = realloc(p->refs, nc * sizeof *r);
-        if (!r) return BASE_E_NOMEM;
-        p->refs = r;
-        p->cap = nc;
+static plist *pmap_get(const pmap *m, labels_sym k) {
+    if (!m->cap) return NULL;
+    uint32_t i = sym_slot(m->key, m->cap, k);
+    return m->key[i] == k ? &m->val[i] : NULL;
+}
+
+/* Inserts k (absent) with list *p moved in; returns its slot's list (valid
+ * until the next put) or NULL (out of memory; *p untouched). */
+static plist *pmap_put(pmap *m, labels_sym k, const plist *p) {
+    if ((m->n + 1) * 8 > (uint64_t)m->cap * 7) {
+        uint32_t ncap = m->cap ? m->cap * 2 : 4;
+        labels_sym *nk = sym_keys(ncap);
+        plist *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < m->cap; i++) {
+            if (m->key[i] == LABELS_SYM_NONE) continue;
+            uint32_t j = sym_slot(nk, ncap, m->key[i]);
+            nk[j] = m->key[i];
+            nv[j] = m->val[i];
+        }
+        free(m->key);
+        free(m->val);
+        m->key = nk;
+        m->val = nv;
+        m->cap = ncap;
     }
-    uint32_t i = p->n;
-    while (i > 0 && p->refs[i - 1] > ref) i--; /* nearly always appends */
-    memmove(p->refs + i + 1, p->refs + i, (p->n - i) * sizeof *p->refs);
-    p->refs[i] = ref;
-    p->n++;
-    return 0;
+    uint32_t j = sym_slot(m->key, m->cap, k);
+    m->key[j] = k;
+    m->val[j] = *p;
+    m->n++;
+    return &m->val[j];
+}
+
+/* Frees the map's arrays (not the lists). */
+static void pmap_free(pmap *m) {
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
 }
 
 /* ---- the head ----------------------------------------------------------- */
+
+/* Per-thread scratch of the append path: chunk bytes, and the appender
+ * that encodes an open chunk when it is cut. */
+typedef struct hscratch {
+    base_buf cut;
+    tsdb_chunk_app app;
+} hscratch;
 
 struct tsdb_head {
     tsdb_head_opts o;
@@ -260,13 +758,16 @@ struct tsdb_head {
     pthread_mutex_t commit_mu;
     pthread_rwlock_t idx_lock;
     umap names; /* -> nament */
-    post all;
+    plist all;
     shard shards[NSHARDS];
     pthread_mutex_t stripes[NSTRIPES];
     uint64_t next_ref;
     _Atomic uint64_t nseries;
-    int64_t min_valid;
-    base_buf cut, frames, rec; /* scratch, under commit_mu */
+    _Atomic int64_t min_valid;    /* written under commit_mu */
+    _Atomic int64_t bmint, bmaxt; /* tsdb_head_bounds */
+    _Atomic uint64_t csamples;    /* samples in closed in-order chunks */
+    hscratch scr;                 /* scratch, under commit_mu (replay: worker 0's) */
+    base_buf frames, rec;         /* scratch, under commit_mu */
     tsdb_append_result totals;
     uint64_t created, removed, replay_rejected;
     int replaying;
@@ -323,19 +824,17 @@ static int index_add(tsdb_head *h, hseries *s) {
             ne->name = n;
             labels_itab_ref(it, n);
         }
-        post *p = umap_get(&ne->values, v);
+        plist *p = pmap_get(&ne->values, v);
         if (!p) {
-            if (!(p = calloc(1, sizeof *p)) || umap_put(&ne->values, v, p)) {
-                free(p);
+            if (!(p = pmap_put(&ne->values, v, &(plist){0}))) {
                 e = BASE_E_NOMEM;
                 break;
             }
-            p->value = v;
             labels_itab_ref(it, v);
         }
-        e = post_add(p, s->ref);
+        e = plist_add(p, s->ref);
     }
-    if (!e) e = post_add(&h->all, s->ref);
+    if (!e) e = plist_add(&h->all, s->ref);
     pthread_rwlock_unlock(&h->idx_lock);
     return e;
 }
@@ -348,9 +847,7 @@ static hseries *series_create(tsdb_head *h, const labels_set *ls, uint64_t hash,
     s->ref = ref ? ref : h->next_ref;
     s->hash = hash;
     s->ls = labels_ref(ls);
-    s->last_t = INT64_MIN;
     atomic_init(&s->rc, 2); /* tables + caller */
-    tsdb_chunk_app_init(&s->app, h->o.chunk_samples, 0);
     shard *a = hshard(h, hash), *b = rshard(h, s->ref);
     pthread_mutex_lock(&a->mu);
     int e = smap_put(&a->byhash, s, 0);
@@ -378,64 +875,345 @@ static hseries *series_create(tsdb_head *h, const labels_set *ls, uint64_t hash,
     return s;
 }
 
-enum { AP_OK, AP_NOOP, AP_OOO, AP_DUP, AP_OLD, AP_NOMEM };
+enum { AP_OK, AP_OOO_OK, AP_NOOP, AP_OOO, AP_DUP, AP_OLD, AP_NOMEM };
+
+static uint32_t chunk_max(const tsdb_head *h) {
+    return h->o.chunk_samples ? h->o.chunk_samples : TSDB_CHUNK_DEFAULT_SAMPLES;
+}
+
+/* Widens the head's bounds to t (appenders hold commit_mu, but replay
+ * workers run in parallel). */
+static void bounds_add(tsdb_head *h, int64_t t) {
+    int64_t m = atomic_load_explicit(&h->bmaxt, memory_order_relaxed);
+    while (t > m && !atomic_compare_exchange_weak_explicit(&h->bmaxt, &m, t, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+    }
+    m = atomic_load_explicit(&h->bmint, memory_order_relaxed);
+    while (t < m && !atomic_compare_exchange_weak_explicit(&h->bmint, &m, t, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+    }
+}
+
+/* 1 and the value bits if the chunk holds t, 0 if not, <0 if corrupt. */
+static int chunk_find(const void *data, size_t len, int64_t t, uint64_t *ret_bits) {
+    tsdb_chunk_it it;
+    tsdb_chunk_it_init(&it, data, len);
+    if (!tsdb_chunk_it_seek(&it, t)) return tsdb_chunk_it_err(&it);
+    if (it.t != t) return 0;
+    memcpy(ret_bits, &it.v, 8);
+    return 1;
+}
+
+/* Looks t up in chunk list (b, n): as chunk_find. */
+static int cl_find(const uint8_t *b, uint32_t n, int64_t t, uint64_t *ret_bits) {
+    uint32_t i = cl_at(b, n, t), len;
+    if (i == n) return 0;
+    const uint8_t *d = cl_data(b, n, i, &len);
+    return chunk_find(d, len, t, ret_bits);
+}
+
+/* Index of the first buffered OOO sample with timestamp >= t. */
+static uint32_t obuf_lower(const hooo *o, int64_t t) {
+    uint32_t lo = 0, hi = o->nbuf;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (o->buf[mid].t < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Looks timestamp t up in s (stripe lock held): in the OOO store, and with
+ * inorder also in the in-order chunks (scratch: for a snapshot of the open
+ * one). 1 with *ret_bits when present, 0 when not, <0 on an error. */
+static int series_find(hseries *s, int64_t t, int inorder, base_buf *scratch, uint64_t *ret_bits) {
+    const hooo *o = s->ooo;
+    if (o) {
+        uint32_t i = obuf_lower(o, t);
+        if (i < o->nbuf && o->buf[i].t == t) {
+            *ret_bits = o->buf[i].v;
+            return 1;
+        }
+        int r = cl_find(o->cb, o->nch, t, ret_bits);
+        if (r) return r;
+    }
+    int64_t last_t = s->tlast;
+    if (!inorder || !series_has(s) || t > last_t) return 0;
+    if (t == last_t) {
+        *ret_bits = s->vlast;
+        return 1;
+    }
+    if (s->nch && t <= cm_maxt(&cmetas(s->cb)[s->nch - 1])) return cl_find(s->cb, s->nch, t, ret_bits);
+    if (s->n && t >= s->t0) {
+        base_buf_reset(scratch);
+        int e = stage_emit(s, scratch);
+        if (e) return e;
+        stit it;
+        stit_init(&it, (const uint8_t *)scratch->data, scratch->len, s->t0, s->n);
+        while ((e = stit_next(&it)) == 1 && it.t < t) {
+        }
+        if (e == 1 && it.t == t) *ret_bits = it.v;
+        return e == 1 ? it.t == t : e;
+    }
+    return 0;
+}
+
+/* Encodes samples m[0..n) (strictly increasing) into as few chunks of at
+ * most max samples (and UINT32_MAX ms) as can be, all full but the last
+ * one (the first one with from_right): *ret (count *ret_n) or an error. */
+static int ooo_encode(const osamp *m, size_t n, uint32_t max, int from_right, base_buf *cut, hchunk **ret,
+                      uint32_t *ret_n) {
+    hchunk *c = NULL;
+    size_t nc = 0, cap = 0, first = from_right && n % max ? n % max : max;
+    tsdb_chunk_app app;
+    tsdb_chunk_app_init(&app, max, 0);
+    int e = 0;
+    for (size_t i = 0; i < n && !e;) {
+        size_t j = i, lim = nc ? max : first;
+        for (; j < n && j - i < lim && (uint64_t)m[j].t - (uint64_t)m[i].t <= UINT32_MAX && !e; j++) {
+            double v;
+            memcpy(&v, &m[j].v, 8);
+            e = tsdb_chunk_app_append(&app, m[j].t, v);
+        }
+        base_buf_reset(cut);
+        if (!e) e = grow((void **)&c, &cap, nc + 1, sizeof *c);
+        if (!e && !(e = tsdb_chunk_app_finish(&app, cut))) {
+            c[nc] = (hchunk){m[i].t, m[j - 1].t, malloc(cut->len), (uint32_t)cut->len, (uint32_t)(j - i)};
+            if (!c[nc].data)
+                e = BASE_E_NOMEM;
+            else
+                memcpy(c[nc++].data, cut->data, cut->len);
+        }
+        i = j;
+    }
+    tsdb_chunk_app_free(&app);
+    if (e) {
+        for (size_t i = 0; i < nc; i++) free(c[i].data);
+        free(c);
+        return e;
+    }
+    *ret = c;
+    *ret_n = (uint32_t)nc;
+    return 0;
+}
+
+/* Merges the buffer of o into its chunks: the chunks the buffer's range
+ * overlaps and a neighbour on each side with room left are decoded,
+ * merged with the buffer and encoded again. 0, or an error with o
+ * unchanged. */
+static int ooo_flush(const tsdb_head *h, hooo *o, base_buf *cut) {
+    if (!o->nbuf) return 0;
+    uint32_t max = chunk_max(h);
+    int64_t lo_t = o->buf[0].t, hi_t = o->buf[o->nbuf - 1].t;
+    uint32_t i0 = cl_lower(o->cb, o->nch, lo_t), i1 = i0;
+    while (i1 < o->nch && cmetas(o->cb)[i1].mint <= hi_t) i1++;
+    if (i0 > 0 && cl_count(o->cb, o->nch, i0 - 1) < max) i0--;
+    if (i1 < o->nch && cl_count(o->cb, o->nch, i1) < max) i1++;
+    size_t nold = 0;
+    for (uint32_t i = i0; i < i1; i++) nold += cl_count(o->cb, o->nch, i);
+    osamp *old = malloc((nold ? nold : 1) * sizeof *old), *m = malloc((nold + o->nbuf) * sizeof *m);
+    int e = old && m ? 0 : BASE_E_NOMEM;
+    size_t k = 0;
+    for (uint32_t i = i0; i < i1 && !e; i++) {
+        uint32_t len;
+        const uint8_t *d = cl_data(o->cb, o->nch, i, &len);
+        tsdb_chunk_it it;
+        tsdb_chunk_it_init(&it, d, len);
+        while (k < nold && tsdb_chunk_it_next(&it)) {
+            old[k].t = it.t;
+            memcpy(&old[k++].v, &it.v, 8);
+        }
+        if (tsdb_chunk_it_err(&it)) e = tsdb_chunk_it_err(&it);
+    }
+    if (!e && k != nold) e = BASE_E_PARSE;
+    size_t nm = 0;
+    if (!e) { /* merge; a timestamp in both (never, by the invariant) keeps the chunk's */
+        size_t a = 0, b = 0;
+        while (a < nold || b < o->nbuf) {
+            if (b == o->nbuf || (a < nold && old[a].t <= o->buf[b].t)) {
+                if (b < o->nbuf && old[a].t == o->buf[b].t) b++;
+                m[nm++] = old[a++];
+            } else {
+                m[nm++] = o->buf[b++];
+            }
+        }
+    }
+    hchunk *nc = NULL;
+    uint32_t nn = 0;
+    /* data arriving before the chunks (backfill in reverse) leaves the
+     * partial chunk first, where the next flush will fill it */
+    if (!e) e = ooo_encode(m, nm, max, nold && o->buf[0].t < old[0].t, cut, &nc, &nn);
+    free(old);
+    free(m);
+    if (!e) e = cl_splice(&o->cb, &o->nch, i0, i1, nc, nn);
+    for (uint32_t i = 0; i < nn; i++) free(nc[i].data);
+    free(nc);
+    if (e) return e;
+    free(o->buf); /* many series see OOO samples once in a while */
+    o->buf = NULL;
+    o->nbuf = o->capbuf = 0;
+    return 0;
+}
+
+/* Inserts (t, bits) into s's out-of-order store (stripe lock held).
+ * inorder: t must not be in the in-order chunks either (appends; replay
+ * trusts the WAL). AP_OOO_OK, AP_NOOP, AP_DUP or AP_NOMEM (any error; s
+ * unchanged). */
+static int ooo_insert(const tsdb_head *h, hseries *s, int64_t t, uint64_t bits, int inorder, base_buf *cut) {
+    uint64_t have = 0;
+    int f = series_find(s, t, inorder, cut, &have);
+    if (f < 0) return AP_NOMEM;
+    if (f) return have == bits ? AP_NOOP : AP_DUP;
+    hooo *o = s->ooo;
+    if (!o) {
+        if (!(o = calloc(1, sizeof *o))) return AP_NOMEM;
+        s->ooo = o;
+    }
+    if (o->nbuf == OOO_BUF_MAX && ooo_flush(h, o, cut)) return AP_NOMEM;
+    if (o->nbuf == o->capbuf) {
+        uint32_t cap = o->capbuf ? o->capbuf * 2 : 4;
+        osamp *b = realloc(o->buf, cap * sizeof *b);
+        if (!b) return AP_NOMEM;
+        o->buf = b;
+        o->capbuf = cap;
+    }
+    uint32_t i = obuf_lower(o, t);
+    memmove(o->buf + i + 1, o->buf + i, (o->nbuf - i) * sizeof *o->buf);
+    o->buf[i] = (osamp){t, bits};
+    o->nbuf++;
+    return AP_OOO_OK;
+}
+
+/* The time range of s's samples, in order and out of order (stripe lock
+ * held): 0 when it has none. */
+static int series_range(const hseries *s, int64_t *ret_mint, int64_t *ret_maxt) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    if (series_has(s)) {
+        lo = series_first_t(s);
+        hi = s->tlast;
+    }
+    const hooo *o = s->ooo;
+    if (o && o->nch) {
+        if (cmetas(o->cb)[0].mint < lo) lo = cmetas(o->cb)[0].mint;
+        if (cm_maxt(&cmetas(o->cb)[o->nch - 1]) > hi) hi = cm_maxt(&cmetas(o->cb)[o->nch - 1]);
+    }
+    if (o && o->nbuf) {
+        if (o->buf[0].t < lo) lo = o->buf[0].t;
+        if (o->buf[o->nbuf - 1].t > hi) hi = o->buf[o->nbuf - 1].t;
+    }
+    if (lo > hi) return 0;
+    *ret_mint = lo;
+    *ret_maxt = hi;
+    return 1;
+}
+
+static void scratch_init(hscratch *x, const tsdb_head *h) {
+    x->cut = (base_buf)BASE_BUF_INIT;
+    tsdb_chunk_app_init(&x->app, chunk_max(h), 0);
+}
+static void scratch_free(hscratch *x) {
+    base_buf_free(&x->cut);
+    tsdb_chunk_app_free(&x->app);
+}
+
+/* Cuts s's open chunk into its chunk list (stripe lock held): decodes the
+ * staging stream into x->app, which encodes the chunk. 0, or an error
+ * with s unchanged. */
+static int series_cut(tsdb_head *h, hseries *s, hscratch *x) {
+    base_buf *b = &x->cut;
+    base_buf_reset(b);
+    int e = stage_emit(s, b);
+    if (e) return e;
+    tsdb_chunk_app_reset(&x->app);
+    stit it;
+    stit_init(&it, (const uint8_t *)b->data, b->len, s->t0, s->n);
+    while ((e = stit_next(&it)) == 1) {
+        double v;
+        memcpy(&v, &it.v, 8);
+        if ((e = tsdb_chunk_app_append(&x->app, it.t, v))) break;
+    }
+    if (!e && it.i != s->n) e = BASE_E_PARSE;
+    base_buf_reset(b); /* the stream is decoded */
+    if (!e) e = tsdb_chunk_app_finish(&x->app, b);
+    if (e) {
+        tsdb_chunk_app_reset(&x->app);
+        return e;
+    }
+    hchunk c = {s->t0, s->tlast, (uint8_t *)b->data, (uint32_t)b->len, s->n};
+    if ((e = cl_splice(&s->cb, &s->nch, s->nch, s->nch, &c, 1))) return e;
+    atomic_fetch_add_explicit(&h->csamples, s->n, memory_order_relaxed);
+    free(s->w.buf); /* the next chunk grows its own (average memory ~ half) */
+    memset(&s->w, 0, sizeof s->w);
+    s->n = 0;
+    return 0;
+}
 
 /* Appends one sample (commit_mu held, or a replay worker that owns s;
- * takes the stripe lock). cut: scratch for cutting a chunk, one per
- * thread. */
-static int series_append_cut(tsdb_head *h, hseries *s, int64_t t, double v, base_buf *cut) {
+ * takes the stripe lock). x: the thread's scratch. A sample at or before
+ * the series' last one goes to the OOO store when the window allows it
+ * (see head.h). */
+static int series_append_cut(tsdb_head *h, hseries *s, int64_t t, double v, hscratch *x) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
-    if (t < h->min_valid) return AP_OLD;
+    if (t < atomic_load_explicit(&h->min_valid, memory_order_relaxed)) return AP_OLD;
     pthread_mutex_t *mu = stripe(h, s);
     pthread_mutex_lock(mu);
     int r = AP_OK;
-    if (s->last_t != INT64_MIN && t <= s->last_t) {
-        r = t < s->last_t ? AP_OOO : bits == s->last_v ? AP_NOOP : AP_DUP;
+    int64_t last_t = s->tlast;
+    if (series_has(s) && t <= last_t) {
+        if (t == last_t) {
+            r = bits == s->vlast ? AP_NOOP : AP_DUP;
+        } else if (h->o.ooo_window_ms > 0) {
+            int64_t maxt = atomic_load_explicit(&h->bmaxt, memory_order_relaxed), lim;
+            if (__builtin_sub_overflow(maxt, h->o.ooo_window_ms, &lim)) lim = INT64_MIN;
+            r = t >= lim ? ooo_insert(h, s, t, bits, 1, &x->cut) : AP_OLD;
+            if (r == AP_OOO_OK) bounds_add(h, t);
+        } else {
+            r = AP_OOO;
+        }
         goto out;
     }
-    uint32_t max = h->o.chunk_samples ? h->o.chunk_samples : TSDB_CHUNK_DEFAULT_SAMPLES;
-    if (tsdb_chunk_app_count(&s->app) >= max) {
-        if (s->nch == s->capch) {
-            uint32_t nc = s->capch ? s->capch * 2 : 2;
-            hchunk *c = realloc(s->ch, nc * sizeof *c);
-            if (!c) {
-                r = AP_NOMEM;
-                goto out;
-            }
-            s->ch = c;
-            s->capch = nc;
-        }
-        base_buf_reset(cut);
-        uint32_t n = tsdb_chunk_app_count(&s->app);
-        int64_t maxt = tsdb_chunk_app_maxt(&s->app);
-        uint8_t *data = NULL;
-        if (tsdb_chunk_app_finish(&s->app, cut) || !(data = malloc(cut->len))) {
-            r = AP_NOMEM; /* finish leaves the appender unchanged on error */
-            goto out;
-        }
-        memcpy(data, cut->data, cut->len);
-        s->ch[s->nch++] = (hchunk){s->open_mint, maxt, data, (uint32_t)cut->len, n};
-    }
-    if (tsdb_chunk_app_append(&s->app, t, v)) {
+    /* cut at chunk_samples, or before a chunk would span over UINT32_MAX ms */
+    if ((s->n >= chunk_max(h) || (s->n && (uint64_t)t - (uint64_t)s->t0 > UINT32_MAX)) &&
+        series_cut(h, s, x)) {
         r = AP_NOMEM;
         goto out;
     }
-    if (tsdb_chunk_app_count(&s->app) == 1) s->open_mint = t;
-    s->last_t = t;
-    s->last_v = bits;
+    if (stage_append(s, t, bits)) {
+        r = AP_NOMEM;
+        goto out;
+    }
+    bounds_add(h, t);
 out:
     pthread_mutex_unlock(mu);
     return r;
 }
 
+/* Replays one logged OOO sample into s's OOO store (no window check). */
+static int series_ooo_replay(tsdb_head *h, hseries *s, int64_t t, double v, hscratch *x) {
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    pthread_mutex_t *mu = stripe(h, s);
+    pthread_mutex_lock(mu);
+    int r = ooo_insert(h, s, t, bits, 0, &x->cut);
+    if (r == AP_OOO_OK) bounds_add(h, t);
+    pthread_mutex_unlock(mu);
+    return r;
+}
+
 static int series_append(tsdb_head *h, hseries *s, int64_t t, double v) {
-    return series_append_cut(h, s, t, v, &h->cut);
+    return series_append_cut(h, s, t, v, &h->scr);
 }
 
 static void count(tsdb_append_result *r, int ap) {
     switch (ap) {
     case AP_OK: r->appended++; break;
+    case AP_OOO_OK:
+        r->appended++;
+        r->out_of_order_appended++;
+        break;
     case AP_NOOP: r->noop++; break;
     case AP_OOO: r->out_of_order++; break;
     case AP_DUP: r->duplicate++; break;
@@ -446,6 +1224,7 @@ static void count(tsdb_append_result *r, int ap) {
 
 static void res_add(tsdb_append_result *a, const tsdb_append_result *b) {
     a->appended += b->appended;
+    a->out_of_order_appended += b->out_of_order_appended;
     a->noop += b->noop;
     a->out_of_order += b->out_of_order;
     a->duplicate += b->duplicate;
@@ -468,8 +1247,8 @@ struct tsdb_head_app {
     tsdb_head *h;
     aent *e;
     size_t n, cap;
-    tsdb_rec_sample *acc;
-    size_t acccap;
+    tsdb_rec_sample *acc, *oacc; /* accepted in order, out of order */
+    size_t acccap, oacccap;
     tsdb_rec_series *news;
     size_t nnews, newscap;
     const labels_set *last_ls; /* cache: consecutive adds of one set */
@@ -500,6 +1279,7 @@ void tsdb_head_app_free(tsdb_head_app *a) {
     tsdb_head_app_rollback(a);
     free(a->e);
     free(a->acc);
+    free(a->oacc);
     free(a->news);
     free(a);
 }
@@ -549,34 +1329,24 @@ int tsdb_head_app_add_ref(tsdb_head_app *a, uint64_t ref, int64_t t, double v) {
     return 0;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size) {
-    if (need <= *cap) return 0;
-    size_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, nc * size);
-    if (!q) return BASE_E_NOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 int tsdb_head_app_commit(tsdb_head_app *a, tsdb_append_result *res) {
     tsdb_head *h = a->h;
     tsdb_append_result r;
     memset(&r, 0, sizeof r);
     int err = grow((void **)&a->acc, &a->acccap, a->n, sizeof *a->acc);
+    if (!err && h->o.ooo_window_ms > 0) err = grow((void **)&a->oacc, &a->oacccap, a->n, sizeof *a->oacc);
     if (err) {
         tsdb_head_app_rollback(a);
         return err;
     }
-    size_t nacc = 0;
+    size_t nacc = 0, noacc = 0;
     a->nnews = 0;
     uint64_t ticket = 0;
     int queued = 0;
     pthread_mutex_lock(&h->commit_mu);
     for (size_t i = 0; i < a->n && !err; i++) {
         aent *e = &a->e[i];
-        if (e->s && e->s->dead) {
+        if (e->s && series_dead(e->s)) {
             series_put(e->s);
             e->s = NULL;
         }
@@ -605,11 +1375,12 @@ int tsdb_head_app_commit(tsdb_head_app *a, tsdb_append_result *res) {
         }
         count(&r, ap);
         if (ap == AP_OK) a->acc[nacc++] = (tsdb_rec_sample){e->s->ref, e->t, e->v};
+        if (ap == AP_OOO_OK) a->oacc[noacc++] = (tsdb_rec_sample){e->s->ref, e->t, e->v};
     }
     res_add(&h->totals, &r);
     /* Log what was applied, even after an error part way through: the head
      * holds it, and the WAL must match the head. */
-    if (h->wal && (a->nnews || nacc)) {
+    if (h->wal && (a->nnews || nacc || noacc)) {
         base_buf *f = &h->frames;
         base_buf_reset(f);
         size_t st;
@@ -617,12 +1388,17 @@ int tsdb_head_app_commit(tsdb_head_app *a, tsdb_append_result *res) {
         if (a->nnews) {
             st = tsdb_wal_frame_begin(f);
             tsdb_rec_enc_series(f, a->news, a->nnews);
-            e2 = tsdb_wal_frame_end(f, st);
+            e2 = tsdb_wal_frame_end_z(f, st, tsdb_wal_compressing(h->wal));
         }
         if (!e2 && nacc) {
             st = tsdb_wal_frame_begin(f);
             tsdb_rec_enc_samples(f, a->acc, nacc);
-            e2 = tsdb_wal_frame_end(f, st);
+            e2 = tsdb_wal_frame_end_z(f, st, tsdb_wal_compressing(h->wal));
+        }
+        if (!e2 && noacc) {
+            st = tsdb_wal_frame_begin(f);
+            tsdb_rec_enc_ooo_samples(f, a->oacc, noacc);
+            e2 = tsdb_wal_frame_end_z(f, st, tsdb_wal_compressing(h->wal));
         }
         if (!e2) e2 = tsdb_wal_enqueue(h->wal, f->data, f->len, &ticket);
         if (!e2) queued = 1;
@@ -671,7 +1447,7 @@ typedef struct rworker {
     struct replay *rp;
     pthread_t th;
     unsigned id;
-    base_buf cut;      /* chunk cut scratch (worker 0 uses h->cut) */
+    hscratch scr;      /* append scratch (worker 0 uses h->scr) */
     uint64_t rejected; /* samples not applied, summed after each batch */
     int err;
 } rworker;
@@ -710,9 +1486,10 @@ static hseries *replay_resolve(const replay *rp, uint64_t ref) {
  * decoded a window at a time, their slots prefetched, then their series,
  * then applied in order. */
 #define REPLAY_WINDOW 32
-static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw, base_buf *cut,
+static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw, hscratch *x,
                           uint64_t *rejected) {
     tsdb_head *h = rp->h;
+    int ooo = d->type == TSDB_REC_OOO_SAMPLES;
     tsdb_rec_sample win[REPLAY_WINDOW];
     hseries *ser[REPLAY_WINDOW];
     int more = 1;
@@ -726,16 +1503,16 @@ static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw,
             /* Without aliases a series' ref is the sample's ref (or it has
              * no series): filter before the lookup. */
             if (nw > 1 && !rp->nalias && win[n].ref % nw != id) continue;
-            uint64_t x = mix64(win[n].ref);
-            const smap *m = &h->shards[x >> 56].byref;
-            if (m->cap) __builtin_prefetch(&m->slot[x & (m->cap - 1)]);
+            uint64_t kh = mix64(win[n].ref);
+            const smap *m = &h->shards[kh >> 56].byref;
+            if (m->cap) __builtin_prefetch(&m->slot[kh & (m->cap - 1)]);
             n++;
         }
         for (size_t k = 0; k < n; k++) {
             ser[k] = replay_resolve(rp, win[k].ref);
             if (ser[k]) {
                 __builtin_prefetch(ser[k]);
-                __builtin_prefetch(&ser[k]->app);
+                __builtin_prefetch((const char *)ser[k] + 64);
             }
         }
         for (size_t k = 0; k < n; k++) {
@@ -745,9 +1522,10 @@ static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw,
                 (*rejected)++;
                 continue;
             }
-            int ap = series_append_cut(h, s, win[k].t, win[k].v, cut);
+            int ap = ooo ? series_ooo_replay(h, s, win[k].t, win[k].v, x)
+                         : series_append_cut(h, s, win[k].t, win[k].v, x);
             if (ap == AP_NOMEM) return BASE_E_NOMEM;
-            if (ap != AP_OK) (*rejected)++;
+            if (ap != AP_OK && ap != AP_OOO_OK) (*rejected)++;
         }
     }
     return 0;
@@ -792,13 +1570,12 @@ static void replay_series(replay *rp, tsdb_rec_dec *d) {
 static void replay_work(rworker *w) {
     replay *rp = w->rp;
     const uint8_t *p = (const uint8_t *)rp->batch.data, *end = p + rp->batch.len;
-    base_buf *cut = w->id ? &w->cut : &rp->h->cut;
+    hscratch *x = w->id ? &w->scr : &rp->h->scr;
     while (p < end && !w->err) {
         uint32_t n;
         memcpy(&n, p, 4);
         tsdb_rec_dec d;
-        if (!tsdb_rec_dec_init(&d, p + 4, n))
-            w->err = replay_samples(rp, &d, w->id, rp->nw, cut, &w->rejected);
+        if (!tsdb_rec_dec_init(&d, p + 4, n)) w->err = replay_samples(rp, &d, w->id, rp->nw, x, &w->rejected);
         p += 4 + (size_t)n;
     }
 }
@@ -855,8 +1632,8 @@ static int replay_rec(void *ctx, const uint8_t *rec, size_t len, int from_ckpt) 
             if (e) return e;
         }
         replay_series(rp, &d);
-    } else if (d.type == TSDB_REC_SAMPLES) {
-        if (rp->nw <= 1) return replay_samples(rp, &d, 0, 1, &rp->h->cut, &rp->h->replay_rejected);
+    } else if (d.type == TSDB_REC_SAMPLES || d.type == TSDB_REC_OOO_SAMPLES) {
+        if (rp->nw <= 1) return replay_samples(rp, &d, 0, 1, &rp->h->scr, &rp->h->replay_rejected);
         uint8_t n[4];
         uint32_t l = (uint32_t)len; /* <= TSDB_WAL_RECORD_MAX */
         memcpy(n, &l, 4);
@@ -878,6 +1655,7 @@ static void replay_start(replay *rp) {
     for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) {
         rp->w[i].rp = rp;
         rp->w[i].id = i;
+        scratch_init(&rp->w[i].scr, rp->h);
     }
     rp->nw = 1;
     if (nw < 2) return;
@@ -902,7 +1680,7 @@ static int replay_finish(replay *rp, int e) {
         pthread_cond_destroy(&rp->start);
         pthread_cond_destroy(&rp->done);
     }
-    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) base_buf_free(&rp->w[i].cut);
+    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) scratch_free(&rp->w[i].scr);
     base_buf_free(&rp->batch);
     labels_builder_free(&rp->b);
     for (size_t i = 0; i < rp->nalias; i++) free(rp->aliases[i]);
@@ -919,25 +1697,23 @@ static void index_free(tsdb_head *h) {
         nament *ne = h->names.val[i];
         if (!ne) continue;
         for (uint32_t j = 0; j < ne->values.cap; j++) {
-            post *p = ne->values.val[j];
-            if (!p) continue;
-            labels_itab_unref(it, p->value);
-            free(p->refs);
-            free(p);
+            if (ne->values.key[j] == LABELS_SYM_NONE) continue;
+            labels_itab_unref(it, ne->values.key[j]);
+            plist_free(&ne->values.val[j]);
         }
-        umap_free(&ne->values);
+        pmap_free(&ne->values);
         labels_itab_unref(it, ne->name);
         free(ne);
     }
     umap_free(&h->names);
-    free(h->all.refs);
+    plist_free(&h->all);
 }
 
 static void head_free(tsdb_head *h) {
     for (int i = 0; i < NSHARDS; i++) {
         shard *sh = &h->shards[i];
         for (uint32_t j = 0; j < sh->byref.cap; j++)
-            if (sh->byref.slot[j].s) series_put(sh->byref.slot[j].s);
+            if (smap_at(&sh->byref, j)) series_put(smap_at(&sh->byref, j));
         free(sh->byref.slot);
         free(sh->byhash.slot);
         pthread_mutex_destroy(&sh->mu);
@@ -946,7 +1722,7 @@ static void head_free(tsdb_head *h) {
     index_free(h);
     pthread_mutex_destroy(&h->commit_mu);
     pthread_rwlock_destroy(&h->idx_lock);
-    base_buf_free(&h->cut);
+    scratch_free(&h->scr);
     base_buf_free(&h->frames);
     base_buf_free(&h->rec);
     free(h);
@@ -960,7 +1736,11 @@ int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report 
     h->o.wal_dir = NULL; /* not kept: the caller owns the string */
     if (h->o.chunk_samples > TSDB_CHUNK_MAX_SAMPLES) h->o.chunk_samples = TSDB_CHUNK_MAX_SAMPLES;
     h->next_ref = 1;
-    h->min_valid = INT64_MIN;
+    atomic_init(&h->min_valid, INT64_MIN);
+    atomic_init(&h->bmint, INT64_MAX);
+    atomic_init(&h->bmaxt, INT64_MIN);
+    atomic_init(&h->csamples, 0);
+    scratch_init(&h->scr, h);
     pthread_mutex_init(&h->commit_mu, NULL);
     pthread_rwlock_init(&h->idx_lock, NULL);
     for (int i = 0; i < NSHARDS; i++) pthread_mutex_init(&h->shards[i].mu, NULL);
@@ -1001,20 +1781,16 @@ int tsdb_head_close(tsdb_head *h) {
     return e;
 }
 
-/* ---- selecting ---------------------------------------------------------- */
-
-typedef struct refvec {
-    uint64_t *v;
-    size_t n, cap;
-} refvec;
-
-static int rv_push(refvec *r, const uint64_t *refs, size_t n) {
-    if (n == 0) return 0;
-    if (grow((void **)&r->v, &r->cap, r->n + n, sizeof *r->v)) return BASE_E_NOMEM;
-    memcpy(r->v + r->n, refs, n * sizeof *refs);
-    r->n += n;
-    return 0;
+void tsdb_head_bounds(tsdb_head *h, int64_t *ret_mint, int64_t *ret_maxt) {
+    *ret_mint = atomic_load_explicit(&h->bmint, memory_order_relaxed);
+    *ret_maxt = atomic_load_explicit(&h->bmaxt, memory_order_relaxed);
 }
+
+int64_t tsdb_head_min_valid_time(tsdb_head *h) {
+    return atomic_load_explicit(&h->min_valid, memory_order_relaxed);
+}
+
+/* ---- selecting ---------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -1048,39 +1824,40 @@ static int postings_for(tsdb_head *h, const labels_matcher *m, refvec *out) {
         if (!inv && labels_matcher_type(m) == LABELS_MATCH_EQ) {
             labels_sym vs;
             if (!labels_itab_find(it, labels_matcher_value(m), &vs)) {
-                post *p = umap_get(&ne->values, vs);
+                plist *p = pmap_get(&ne->values, vs);
                 labels_itab_unref(it, vs);
-                if (p) e = rv_push(&acc, p->refs, p->n);
+                if (p) e = plist_push(p, &acc);
             }
         } else if (!inv && labels_matcher_type(m) == LABELS_MATCH_RE &&
                    labels_regex_literals(labels_matcher_regex(m), &lits, &nlits)) {
             for (size_t i = 0; i < nlits && !e; i++) {
                 labels_sym vs;
                 if (labels_itab_find(it, lits[i], &vs)) continue;
-                post *p = umap_get(&ne->values, vs);
+                plist *p = pmap_get(&ne->values, vs);
                 labels_itab_unref(it, vs);
-                if (p) e = rv_push(&acc, p->refs, p->n);
+                if (p) e = plist_push(p, &acc);
             }
         } else {
             for (uint32_t i = 0; i < ne->values.cap && !e; i++) {
-                post *p = ne->values.val[i];
-                if (!p || !p->n) continue;
-                int mt = labels_matcher_matches(m, labels_itab_str(it, p->value));
-                if (mt != inv) e = rv_push(&acc, p->refs, p->n); /* inv: collect the non-matching */
+                const plist *p = &ne->values.val[i];
+                if (ne->values.key[i] == LABELS_SYM_NONE || !p->n) continue;
+                int mt = labels_matcher_matches(m, labels_itab_str(it, ne->values.key[i]));
+                if (mt != inv) e = plist_push(p, &acc); /* inv: collect the non-matching */
             }
         }
         rv_sort_uniq(&acc);
     }
     if (!e && inv) { /* all refs minus acc */
         refvec r = {0};
-        if (grow((void **)&r.v, &r.cap, h->all.n + 1, sizeof *r.v)) e = BASE_E_NOMEM;
-        size_t j = 0;
-        for (uint32_t i = 0; !e && i < h->all.n; i++) {
-            uint64_t x = h->all.refs[i];
+        e = plist_push(&h->all, &r);
+        size_t j = 0, k = 0;
+        for (size_t i = 0; !e && i < r.n; i++) {
+            uint64_t x = r.v[i];
             while (j < acc.n && acc.v[j] < x) j++;
             if (j < acc.n && acc.v[j] == x) continue;
-            r.v[r.n++] = x;
+            r.v[k++] = x;
         }
+        r.n = k;
         free(acc.v);
         acc = r;
     }
@@ -1115,7 +1892,7 @@ static int select_series(tsdb_head *h, labels_matcher *const *ms, size_t n, int6
     int e = 0;
     pthread_rwlock_rdlock(&h->idx_lock);
     if (n == 0) {
-        e = rv_push(&res, h->all.refs, h->all.n);
+        e = plist_push(&h->all, &res);
     } else {
         for (size_t i = 0; i < n && !e; i++) {
             refvec r;
@@ -1138,8 +1915,8 @@ static int select_series(tsdb_head *h, labels_matcher *const *ms, size_t n, int6
         if (!s) continue;
         pthread_mutex_t *mu = stripe(h, s);
         pthread_mutex_lock(mu);
-        int64_t first = s->nch ? s->ch[0].mint : s->open_mint;
-        int keep = s->last_t != INT64_MIN && s->last_t >= mint && first <= maxt;
+        int64_t lo, hi;
+        int keep = series_range(s, &lo, &hi) && hi >= mint && lo <= maxt;
         pthread_mutex_unlock(mu);
         if (keep)
             out[k++] = s;
@@ -1164,16 +1941,32 @@ typedef struct ckref {
     size_t off, len;
 } ckref;
 
+/* A cursor over a list of chunks (sorted by time, non-overlapping) copied
+ * into the series set's buffer, with one sample of lookahead. */
+typedef struct ccur {
+    ckref *ck;
+    size_t nck, capck, ci;
+    tsdb_chunk_it it;
+    stit st;
+    int in_chunk; /* 1: reading it, 2: reading st */
+    int open;     /* a staging stream follows the chunks: */
+    size_t open_off, open_len;
+    int64_t open_t0;
+    uint32_t open_n;
+    int has; /* t, v hold the next sample */
+    int64_t t;
+    double v;
+} ccur;
+
 struct tsdb_series_set {
     tsdb_head *h;
     hseries **s;
     size_t n, i; /* i: 1 + index of the current series, 0 before the first */
     int64_t mint, maxt;
     base_buf buf;
-    ckref *ck;
-    size_t nck, capck, ci;
-    tsdb_chunk_it it;
-    int in_chunk;
+    ccur in, oo; /* in-order chunks (the open one last), OOO chunks */
+    osamp *ob;   /* OOO buffer samples within [mint, maxt] */
+    size_t nob, capob, obi;
 };
 
 int tsdb_head_select(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
@@ -1197,6 +1990,26 @@ size_t tsdb_series_set_count(const tsdb_series_set *ss) {
     return ss->n;
 }
 
+/* Copies the chunks of c[0..n) overlapping [mint, maxt] into ss->buf. */
+/* Copies the chunks of list (b, n) overlapping [mint, maxt] into ss->buf
+ * (their bytes are contiguous: one copy). */
+static int copy_chunks(tsdb_series_set *ss, ccur *cur, const uint8_t *b, uint32_t n) {
+    uint32_t i0 = cl_lower(b, n, ss->mint), i1 = i0, len;
+    while (i1 < n && cmetas(b)[i1].mint <= ss->maxt) i1++;
+    if (i0 == i1) return 0;
+    if (grow((void **)&cur->ck, &cur->capck, cur->nck + (i1 - i0), sizeof *cur->ck)) return BASE_E_NOMEM;
+    const uint8_t *d0 = cl_data(b, n, i0, &len);
+    size_t base = ss->buf.len;
+    for (uint32_t i = i0; i < i1; i++) {
+        const uint8_t *d = cl_data(b, n, i, &len);
+        cur->ck[cur->nck++] = (ckref){base + (size_t)(d - d0), len};
+    }
+    uint32_t last;
+    const uint8_t *dl = cl_data(b, n, i1 - 1, &last);
+    base_buf_append(&ss->buf, d0, (size_t)(dl - d0) + last);
+    return base_buf_err(&ss->buf);
+}
+
 int tsdb_series_set_next(tsdb_series_set *ss) {
     if (ss->i >= ss->n) {
         ss->i = ss->n + 1;
@@ -1204,24 +2017,29 @@ int tsdb_series_set_next(tsdb_series_set *ss) {
     }
     hseries *s = ss->s[ss->i++];
     base_buf_reset(&ss->buf);
-    ss->nck = ss->ci = 0;
-    ss->in_chunk = 0;
+    ss->in.nck = ss->in.ci = ss->oo.nck = ss->oo.ci = 0;
+    ss->in.in_chunk = ss->in.has = ss->oo.in_chunk = ss->oo.has = ss->in.open = ss->oo.open = 0;
+    ss->nob = ss->obi = 0;
     pthread_mutex_t *mu = stripe(ss->h, s);
     pthread_mutex_lock(mu);
-    int e = 0;
-    for (uint32_t i = 0; i < s->nch && !e; i++) {
-        const hchunk *c = &s->ch[i];
-        if (c->maxt < ss->mint || c->mint > ss->maxt) continue;
-        if ((e = grow((void **)&ss->ck, &ss->capck, ss->nck + 1, sizeof *ss->ck))) break;
-        ss->ck[ss->nck++] = (ckref){ss->buf.len, c->len};
-        base_buf_append(&ss->buf, c->data, c->len);
-        e = base_buf_err(&ss->buf);
-    }
-    if (!e && tsdb_chunk_app_count(&s->app) && s->open_mint <= ss->maxt && s->last_t >= ss->mint) {
+    int e = copy_chunks(ss, &ss->in, s->cb, s->nch);
+    if (!e && s->n && s->t0 <= ss->maxt && s->tlast >= ss->mint) {
         size_t off = ss->buf.len;
-        if (!(e = grow((void **)&ss->ck, &ss->capck, ss->nck + 1, sizeof *ss->ck)) &&
-            !(e = tsdb_chunk_app_snapshot(&s->app, &ss->buf)))
-            ss->ck[ss->nck++] = (ckref){off, ss->buf.len - off};
+        if (!(e = stage_emit(s, &ss->buf))) {
+            ss->in.open = 1;
+            ss->in.open_off = off;
+            ss->in.open_len = ss->buf.len - off;
+            ss->in.open_t0 = s->t0;
+            ss->in.open_n = s->n;
+        }
+    }
+    const hooo *o = s->ooo;
+    if (!e && o) e = copy_chunks(ss, &ss->oo, o->cb, o->nch);
+    if (!e && o && o->nbuf) {
+        for (uint32_t i = obuf_lower(o, ss->mint); i < o->nbuf && o->buf[i].t <= ss->maxt && !e; i++) {
+            if (!(e = grow((void **)&ss->ob, &ss->capob, ss->nob + 1, sizeof *ss->ob)))
+                ss->ob[ss->nob++] = o->buf[i];
+        }
     }
     pthread_mutex_unlock(mu);
     return e ? e : 1;
@@ -1235,40 +2053,111 @@ uint64_t tsdb_series_set_ref(const tsdb_series_set *ss) {
     return ss->i && ss->i <= ss->n ? ss->s[ss->i - 1]->ref : 0;
 }
 
-int tsdb_series_set_sample(tsdb_series_set *ss, int64_t *ret_t, double *ret_v) {
-    if (!ss->i || ss->i > ss->n) return 0;
+/* The next sample of cursor c within [mint, maxt]: 1, 0 at the end, <0. */
+static int cur_next(tsdb_series_set *ss, ccur *c, int64_t *ret_t, double *ret_v) {
     for (;;) {
-        if (!ss->in_chunk) {
-            if (ss->ci >= ss->nck) return 0;
-            const ckref *c = &ss->ck[ss->ci++];
-            tsdb_chunk_it_init(&ss->it, (const uint8_t *)ss->buf.data + c->off, c->len);
-            ss->in_chunk = 1;
-            if (!tsdb_chunk_it_seek(&ss->it, ss->mint)) {
-                ss->in_chunk = 0;
-                if (tsdb_chunk_it_err(&ss->it)) return tsdb_chunk_it_err(&ss->it);
+        int64_t t;
+        double v;
+        if (c->in_chunk == 1) {
+            if (!tsdb_chunk_it_next(&c->it)) {
+                c->in_chunk = 0;
+                if (tsdb_chunk_it_err(&c->it)) return tsdb_chunk_it_err(&c->it);
                 continue;
             }
-        } else if (!tsdb_chunk_it_next(&ss->it)) {
-            ss->in_chunk = 0;
-            if (tsdb_chunk_it_err(&ss->it)) return tsdb_chunk_it_err(&ss->it);
+            t = c->it.t;
+            v = c->it.v;
+        } else if (c->in_chunk == 2) {
+            int r = stit_next(&c->st);
+            if (r < 0) return r;
+            if (r == 0) {
+                c->in_chunk = 0;
+                continue;
+            }
+            if (c->st.t < ss->mint) continue;
+            t = c->st.t;
+            memcpy(&v, &c->st.v, 8);
+        } else if (c->ci < c->nck) {
+            const ckref *k = &c->ck[c->ci++];
+            tsdb_chunk_it_init(&c->it, (const uint8_t *)ss->buf.data + k->off, k->len);
+            if (!tsdb_chunk_it_seek(&c->it, ss->mint)) {
+                if (tsdb_chunk_it_err(&c->it)) return tsdb_chunk_it_err(&c->it);
+                continue;
+            }
+            c->in_chunk = 1;
+            t = c->it.t;
+            v = c->it.v;
+        } else if (c->open) {
+            stit_init(&c->st, (const uint8_t *)ss->buf.data + c->open_off, c->open_len, c->open_t0,
+                      c->open_n);
+            c->open = 0;
+            c->in_chunk = 2;
             continue;
-        }
-        if (ss->it.t > ss->maxt) {
-            ss->in_chunk = 0;
-            ss->ci = ss->nck;
+        } else {
             return 0;
         }
-        *ret_t = ss->it.t;
-        *ret_v = ss->it.v;
+        if (t > ss->maxt) {
+            c->in_chunk = 0;
+            c->ci = c->nck;
+            c->open = 0;
+            return 0;
+        }
+        *ret_t = t;
+        *ret_v = v;
         return 1;
     }
+}
+
+/* Fills c's lookahead: 1, 0 at the end, <0. */
+static int cur_peek(tsdb_series_set *ss, ccur *c) {
+    if (c->has) return 1;
+    int r = cur_next(ss, c, &c->t, &c->v);
+    if (r == 1) c->has = 1;
+    return r;
+}
+
+int tsdb_series_set_sample(tsdb_series_set *ss, int64_t *ret_t, double *ret_v) {
+    if (!ss->i || ss->i > ss->n) return 0;
+    if (!ss->oo.nck && !ss->nob) return cur_next(ss, &ss->in, ret_t, ret_v); /* no OOO data */
+    /* merge the three sources by time; a timestamp in several (never, by
+     * the OOO store's invariant) is taken once, in-order data first */
+    int r = cur_peek(ss, &ss->in);
+    if (r < 0) return r;
+    if ((r = cur_peek(ss, &ss->oo)) < 0) return r;
+    int64_t t = INT64_MAX;
+    int src = -1;
+    if (ss->in.has) {
+        t = ss->in.t;
+        src = 0;
+    }
+    if (ss->oo.has && (src < 0 || ss->oo.t < t)) {
+        t = ss->oo.t;
+        src = 1;
+    }
+    if (ss->obi < ss->nob && (src < 0 || ss->ob[ss->obi].t < t)) {
+        t = ss->ob[ss->obi].t;
+        src = 2;
+    }
+    if (src < 0) return 0;
+    if (src == 0)
+        *ret_v = ss->in.v;
+    else if (src == 1)
+        *ret_v = ss->oo.v;
+    else
+        memcpy(ret_v, &ss->ob[ss->obi].v, 8);
+    *ret_t = t;
+    if (ss->in.has && ss->in.t == t) ss->in.has = 0;
+    if (ss->oo.has && ss->oo.t == t) ss->oo.has = 0;
+    if (ss->obi < ss->nob && ss->ob[ss->obi].t == t) ss->obi++;
+    return 1;
 }
 
 void tsdb_series_set_free(tsdb_series_set *ss) {
     if (!ss) return;
     for (size_t i = 0; i < ss->n; i++) series_put(ss->s[i]);
     free(ss->s);
-    free(ss->ck);
+    free(ss->in.ck);
+    free(ss->oo.ck);
+    free(ss->ob);
     base_buf_free(&ss->buf);
     free(ss);
 }
@@ -1330,10 +2219,9 @@ static int labels_list(tsdb_head *h, const base_str *name, labels_matcher *const
             nament *ne = h->names.val[i];
             if (!ne || (name && ne != only)) continue;
             for (uint32_t j = 0; j < ne->values.cap && !e; j++) {
-                post *p = ne->values.val[j];
-                if (!p || !p->n) continue;
+                if (ne->values.key[j] == LABELS_SYM_NONE || !ne->values.val[j].n) continue;
                 if ((e = grow((void **)&v, &cap, nv + 1, sizeof *v))) break;
-                v[nv++] = labels_itab_str(it, name ? p->value : ne->name);
+                v[nv++] = labels_itab_str(it, name ? ne->values.key[j] : ne->name);
                 if (!name) break; /* one live value is enough for a name */
             }
         }
@@ -1386,11 +2274,33 @@ static int has_ref(const refvec *dead, uint64_t ref) {
     return lo < dead->n && dead->v[lo] == ref;
 }
 
-static void post_filter(post *p, const refvec *dead) {
+/* Drops the dead refs from p, re-encoding the deltas in place (a delta
+ * that spans a dropped ref is never longer than the two it replaces). */
+static void plist_filter(plist *p, const refvec *dead) {
+    if (p->n == 1 && has_ref(dead, p->u.one)) p->n = 0;
+    if (p->n <= 1) return;
+    const uint8_t *q = pdeltas(p);
+    uint8_t *w = pdeltas(p);
+    uint64_t r = 0, prev = 0, first = 0;
     uint32_t k = 0;
-    for (uint32_t i = 0; i < p->n; i++)
-        if (!has_ref(dead, p->refs[i])) p->refs[k++] = p->refs[i];
+    for (uint32_t i = 0; i < p->n; i++) {
+        r += pget(&q);
+        if (has_ref(dead, r)) continue;
+        if (!k) first = r;
+        w += tsdb__put_uvarint(w, r - prev);
+        prev = r;
+        k++;
+    }
+    if (k <= 1) {
+        free(p->u.blk);
+        p->n = k;
+        p->len = 0;
+        if (k) p->u.one = first;
+        return;
+    }
     p->n = k;
+    p->len = (uint32_t)(w - pdeltas(p));
+    phdr(p)->last = prev;
 }
 
 /* Drops dead refs, then empty postings and names (idx_lock held for
@@ -1399,32 +2309,28 @@ static void post_filter(post *p, const refvec *dead) {
  * stays correct and is retried at the next GC. */
 static void index_prune(tsdb_head *h, const refvec *dead) {
     labels_itab *it = labels_global();
-    post_filter(&h->all, dead);
+    plist_filter(&h->all, dead);
     umap keepn = {0};
     int failn = 0;
     for (uint32_t i = 0; i < h->names.cap; i++) {
         nament *ne = h->names.val[i];
         if (!ne) continue;
-        umap keepv = {0};
+        pmap keepv = {0};
         int fail = 0;
         for (uint32_t j = 0; j < ne->values.cap; j++) {
-            post *p = ne->values.val[j];
-            if (!p) continue;
-            post_filter(p, dead);
-            if (p->n && !fail && umap_put(&keepv, p->value, p)) fail = 1;
+            if (ne->values.key[j] == LABELS_SYM_NONE) continue;
+            plist *p = &ne->values.val[j];
+            plist_filter(p, dead);
+            if (p->n && !fail && !pmap_put(&keepv, ne->values.key[j], p)) fail = 1;
         }
-        if (!fail) {
-            for (uint32_t j = 0; j < ne->values.cap; j++) {
-                post *p = ne->values.val[j];
-                if (!p || p->n) continue;
-                labels_itab_unref(it, p->value);
-                free(p->refs);
-                free(p);
-            }
-            umap_free(&ne->values);
+        if (!fail) { /* the lists moved to keepv; drop the empty ones' keys */
+            for (uint32_t j = 0; j < ne->values.cap; j++)
+                if (ne->values.key[j] != LABELS_SYM_NONE && !ne->values.val[j].n)
+                    labels_itab_unref(it, ne->values.key[j]);
+            pmap_free(&ne->values);
             ne->values = keepv;
         } else {
-            umap_free(&keepv);
+            pmap_free(&keepv);
         }
         if (ne->values.n == 0 && !failn) {
             continue; /* freed below, once keepn is known to be complete */
@@ -1439,11 +2345,29 @@ static void index_prune(tsdb_head *h, const refvec *dead) {
         nament *ne = h->names.val[i];
         if (!ne || ne->values.n) continue;
         labels_itab_unref(it, ne->name);
-        umap_free(&ne->values);
+        pmap_free(&ne->values);
         free(ne);
     }
     umap_free(&h->names);
     h->names = keepn;
+}
+
+/* Drops the OOO chunks of s that end before mint and the buffered OOO
+ * samples before it; frees the store once empty (stripe lock held). */
+static void ooo_gc(hseries *s, int64_t mint) {
+    hooo *o = s->ooo;
+    if (!o) return;
+    uint32_t k = cl_lower(o->cb, o->nch, mint);
+    if (k) (void)cl_splice(&o->cb, &o->nch, 0, k, NULL, 0); /* out of memory: next time */
+    uint32_t b = obuf_lower(o, mint);
+    if (b) {
+        memmove(o->buf, o->buf + b, (o->nbuf - b) * sizeof *o->buf);
+        o->nbuf -= b;
+    }
+    if (!o->nch && !o->nbuf) {
+        ooo_free(o);
+        s->ooo = NULL;
+    }
 }
 
 int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
@@ -1451,23 +2375,34 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
     hseries **victims = NULL;
     size_t nv = 0, capv = 0;
     int e = 0;
+    int64_t bmint = INT64_MAX, bmaxt = INT64_MIN;
     pthread_mutex_lock(&h->commit_mu);
-    if (mint > h->min_valid) h->min_valid = mint;
+    if (mint > atomic_load_explicit(&h->min_valid, memory_order_relaxed))
+        atomic_store_explicit(&h->min_valid, mint, memory_order_relaxed);
     for (int i = 0; i < NSHARDS && !e; i++) {
         shard *sh = &h->shards[i];
         pthread_mutex_lock(&sh->mu);
         for (uint32_t j = 0; j < sh->byref.cap && !e; j++) {
-            hseries *s = sh->byref.slot[j].s;
+            hseries *s = smap_at(&sh->byref, j);
             if (!s) continue;
             pthread_mutex_t *mu = stripe(h, s);
             pthread_mutex_lock(mu);
-            uint32_t k = 0;
-            while (k < s->nch && s->ch[k].maxt < mint) free(s->ch[k++].data);
+            /* chunks that end before mint; an open chunk always has a
+             * sample at or after it, or the series goes */
+            uint32_t k = cl_lower(s->cb, s->nch, mint);
             if (k) {
-                memmove(s->ch, s->ch + k, (s->nch - k) * sizeof *s->ch);
-                s->nch -= k;
+                uint64_t n = 0;
+                for (uint32_t c = 0; c < k; c++) n += cl_count(s->cb, s->nch, c);
+                if (!cl_splice(&s->cb, &s->nch, 0, k, NULL, 0)) /* out of memory: next time */
+                    atomic_fetch_sub_explicit(&h->csamples, n, memory_order_relaxed);
             }
-            int gone = s->last_t == INT64_MIN || s->last_t < mint;
+            ooo_gc(s, mint);
+            int64_t lo, hi;
+            int gone = !series_range(s, &lo, &hi) || hi < mint;
+            if (!gone) {
+                if (lo < bmint) bmint = lo;
+                if (hi > bmaxt) bmaxt = hi;
+            }
             pthread_mutex_unlock(mu);
             if (gone) {
                 if ((e = grow((void **)&victims, &capv, nv + 1, sizeof *victims)) ||
@@ -1488,7 +2423,13 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
             pthread_mutex_lock(&b->mu);
             smap_del(&b->byref, s, 1);
             pthread_mutex_unlock(&b->mu);
-            s->dead = 1;
+            atomic_fetch_or_explicit(&s->rc, RC_DEAD, memory_order_relaxed);
+            pthread_mutex_t *mu = stripe(h, s);
+            pthread_mutex_lock(mu);
+            uint64_t n = 0;
+            for (uint32_t c = 0; c < s->nch; c++) n += cl_count(s->cb, s->nch, c);
+            atomic_fetch_sub_explicit(&h->csamples, n, memory_order_relaxed);
+            pthread_mutex_unlock(mu);
         }
         rv_sort_uniq(&dead);
         pthread_rwlock_wrlock(&h->idx_lock);
@@ -1497,6 +2438,8 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
         for (size_t i = 0; i < nv; i++) series_put(victims[i]);
         atomic_fetch_sub_explicit(&h->nseries, nv, memory_order_relaxed);
         h->removed += nv;
+        atomic_store_explicit(&h->bmint, bmint, memory_order_relaxed);
+        atomic_store_explicit(&h->bmaxt, bmaxt, memory_order_relaxed);
     }
     pthread_mutex_unlock(&h->commit_mu);
     free(victims);
@@ -1521,7 +2464,7 @@ static int all_series(tsdb_head *h, hseries ***ret, size_t *ret_n) {
         shard *sh = &h->shards[i];
         pthread_mutex_lock(&sh->mu);
         for (uint32_t j = 0; j < sh->byref.cap; j++) {
-            hseries *s = sh->byref.slot[j].s;
+            hseries *s = smap_at(&sh->byref, j);
             if (!s) continue;
             if ((e = grow((void **)&v, &cap, n + 1, sizeof *v))) break;
             series_get(s);
@@ -1542,6 +2485,11 @@ static int all_series(tsdb_head *h, hseries ***ret, size_t *ret_n) {
 
 #define CKPT_BATCH 4096
 
+static int cmp_sample_t(const void *a, const void *b) {
+    int64_t x = ((const tsdb_rec_sample *)a)->t, y = ((const tsdb_rec_sample *)b)->t;
+    return x < y ? -1 : x > y;
+}
+
 int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen) {
     if (!h->wal) return BASE_E_INVAL;
     tsdb_wal_ckpt *c;
@@ -1555,8 +2503,8 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
     }
     base_buf rec = BASE_BUF_INIT, chunks = BASE_BUF_INIT;
     tsdb_rec_series *sr = malloc(CKPT_BATCH * sizeof *sr);
-    tsdb_rec_sample *smp = NULL;
-    size_t nsmp = 0, capsmp = 0;
+    tsdb_rec_sample *smp = NULL, *osm = NULL; /* in order, out of order */
+    size_t nsmp = 0, capsmp = 0, nosm = 0, caposm = 0;
     if (!sr) e = BASE_E_NOMEM;
     /* series records first (in batches), then samples per series */
     for (size_t i = 0; i < n && !e; i += CKPT_BATCH) {
@@ -1572,27 +2520,42 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
         pthread_mutex_lock(mu);
         /* collect chunks overlapping [cutoff, inf) plus the open one, as
          * concatenated (len u32, bytes) */
-        for (uint32_t j = 0; j < s->nch && !e; j++) {
-            if (s->ch[j].maxt < cutoff && j + 1 < s->nch) continue;
-            if (s->ch[j].maxt < cutoff && tsdb_chunk_app_count(&s->app)) continue;
-            uint32_t l = s->ch[j].len;
+        for (uint32_t j = 0; j < s->nch; j++) {
+            int64_t cmax = cm_maxt(&cmetas(s->cb)[j]);
+            if (cmax < cutoff && j + 1 < s->nch) continue;
+            if (cmax < cutoff && s->n) continue;
+            uint32_t l;
+            const uint8_t *d = cl_data(s->cb, s->nch, j, &l);
             base_buf_append(&chunks, &l, 4);
-            base_buf_append(&chunks, s->ch[j].data, l);
+            base_buf_append(&chunks, d, l);
         }
-        if (tsdb_chunk_app_count(&s->app)) {
-            size_t off = chunks.len;
-            uint32_t l = 0;
-            base_buf_append(&chunks, &l, 4);
-            if (!tsdb_chunk_app_snapshot(&s->app, &chunks)) {
-                l = (uint32_t)(chunks.len - off - 4);
-                memcpy(chunks.data + off, &l, 4);
+        /* then the OOO chunks ending at or after cutoff and the buffered
+         * OOO samples from cutoff on, then the open chunk's stream */
+        size_t ostart = chunks.len, obstart = nosm;
+        const hooo *o = s->ooo;
+        if (o) {
+            for (uint32_t j = cl_lower(o->cb, o->nch, cutoff); j < o->nch; j++) {
+                uint32_t l;
+                const uint8_t *d = cl_data(o->cb, o->nch, j, &l);
+                base_buf_append(&chunks, &l, 4);
+                base_buf_append(&chunks, d, l);
+            }
+            for (uint32_t j = obuf_lower(o, cutoff); j < o->nbuf && !e; j++) {
+                if ((e = grow((void **)&osm, &caposm, nosm + 1, sizeof *osm))) break;
+                osm[nosm].ref = s->ref;
+                osm[nosm].t = o->buf[j].t;
+                memcpy(&osm[nosm++].v, &o->buf[j].v, 8);
             }
         }
-        int64_t last_t = s->last_t;
+        size_t sstart = chunks.len;
+        int64_t last_t = series_last_t(s), t0 = s->t0;
+        uint32_t nopen = s->n;
+        if (!e && nopen) e = stage_emit(s, &chunks);
         pthread_mutex_unlock(mu);
-        if ((e = base_buf_err(&chunks))) break;
+        if (!e) e = base_buf_err(&chunks);
+        if (e) break;
         size_t off = 0;
-        while (off + 4 <= chunks.len && !e) {
+        while (off + 4 <= ostart && !e) {
             uint32_t l;
             memcpy(&l, chunks.data + off, 4);
             tsdb_chunk_it it;
@@ -1604,16 +2567,51 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
                 smp[nsmp++] = (tsdb_rec_sample){s->ref, it.t, it.v};
             }
         }
-        if (!e && (nsmp >= CKPT_BATCH || (i + 1 == n && nsmp))) {
+        stit st;
+        stit_init(&st, (const uint8_t *)chunks.data + sstart, chunks.len - sstart, t0, nopen);
+        int r;
+        while (!e && (r = stit_next(&st)) != 0) {
+            if (r < 0) {
+                e = r;
+                break;
+            }
+            if (st.t < cutoff && st.t != last_t) continue;
+            if ((e = grow((void **)&smp, &capsmp, nsmp + 1, sizeof *smp))) break;
+            smp[nsmp].ref = s->ref;
+            smp[nsmp].t = st.t;
+            memcpy(&smp[nsmp++].v, &st.v, 8);
+        }
+        while (off + 4 <= sstart && !e) {
+            uint32_t l;
+            memcpy(&l, chunks.data + off, 4);
+            tsdb_chunk_it it;
+            tsdb_chunk_it_init(&it, (const uint8_t *)chunks.data + off + 4, l);
+            off += 4 + (size_t)l;
+            while (tsdb_chunk_it_next(&it)) {
+                if (it.t < cutoff) continue;
+                if ((e = grow((void **)&osm, &caposm, nosm + 1, sizeof *osm))) break;
+                osm[nosm++] = (tsdb_rec_sample){s->ref, it.t, it.v};
+            }
+        }
+        if (e) break;
+        /* time order, so that replay appends to the OOO store's end */
+        if (nosm - obstart > 1) qsort(osm + obstart, nosm - obstart, sizeof *osm, cmp_sample_t);
+        if (nsmp >= CKPT_BATCH || (i + 1 == n && nsmp)) {
             base_buf_reset(&rec);
             if (!(e = tsdb_rec_enc_samples(&rec, smp, nsmp))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
             nsmp = 0;
+        }
+        if (!e && (nosm >= CKPT_BATCH || (i + 1 == n && nosm))) {
+            base_buf_reset(&rec);
+            if (!(e = tsdb_rec_enc_ooo_samples(&rec, osm, nosm))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
+            nosm = 0;
         }
     }
     for (size_t i = 0; i < n; i++) series_put(v[i]);
     free(v);
     free(sr);
     free(smp);
+    free(osm);
     base_buf_free(&rec);
     base_buf_free(&chunks);
     if (e) {
@@ -1643,24 +2641,28 @@ void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
         pthread_mutex_lock(&sh->mu);
         st.bytes_index += msize(sh->byref.slot) + msize(sh->byhash.slot);
         for (uint32_t j = 0; j < sh->byref.cap; j++) {
-            hseries *s = sh->byref.slot[j].s;
+            hseries *s = smap_at(&sh->byref, j);
             if (!s) continue;
             pthread_mutex_t *mu = stripe(h, s);
             pthread_mutex_lock(mu);
             st.series++;
-            st.bytes_series += msize(s) + tsdb_chunk_app_mem(&s->app);
-            st.bytes_chunks += msize(s->ch);
+            st.bytes_series += msize(s) + msize(s->w.buf);
+            st.bytes_chunks += msize(s->cb);
             st.chunks += s->nch;
-            for (uint32_t k = 0; k < s->nch; k++) {
-                st.bytes_chunks += msize(s->ch[k].data);
-                st.samples += s->ch[k].n;
-            }
-            st.samples += tsdb_chunk_app_count(&s->app);
+            st.samples += s->n; /* closed ones: csamples */
             st.bytes_labels += labels_set_bytes(s->ls);
-            if (s->last_t != INT64_MIN) {
-                int64_t f = s->nch ? s->ch[0].mint : s->open_mint;
-                if (first || f < st.mint) st.mint = f;
-                if (first || s->last_t > st.maxt) st.maxt = s->last_t;
+            const hooo *o = s->ooo;
+            if (o) {
+                st.ooo_series++;
+                st.ooo_chunks += o->nch;
+                st.ooo_samples += o->nbuf;
+                st.bytes_ooo += msize(o) + msize(o->cb) + msize(o->buf);
+                for (uint32_t k = 0; k < o->nch; k++) st.ooo_samples += cl_count(o->cb, o->nch, k);
+            }
+            int64_t lo, hi;
+            if (series_range(s, &lo, &hi)) {
+                if (first || lo < st.mint) st.mint = lo;
+                if (first || hi > st.maxt) st.maxt = hi;
                 first = 0;
             }
             pthread_mutex_unlock(mu);
@@ -1668,21 +2670,20 @@ void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
         pthread_mutex_unlock(&sh->mu);
     }
     pthread_rwlock_rdlock(&h->idx_lock);
-    st.bytes_index += msize(h->all.refs) + msize(h->names.key) + msize(h->names.val);
+    st.bytes_index += plist_bytes(&h->all) + msize(h->names.key) + msize(h->names.val);
     for (uint32_t i = 0; i < h->names.cap; i++) {
         nament *ne = h->names.val[i];
         if (!ne) continue;
         st.bytes_index += msize(ne) + msize(ne->values.key) + msize(ne->values.val);
-        for (uint32_t j = 0; j < ne->values.cap; j++) {
-            post *p = ne->values.val[j];
-            if (p) st.bytes_index += msize(p) + msize(p->refs);
-        }
+        for (uint32_t j = 0; j < ne->values.cap; j++)
+            if (ne->values.key[j] != LABELS_SYM_NONE) st.bytes_index += plist_bytes(&ne->values.val[j]);
     }
     pthread_rwlock_unlock(&h->idx_lock);
     pthread_mutex_unlock(&h->commit_mu);
     labels_itab_stats is;
     labels_itab_stats_get(labels_global(), &is);
     st.bytes_labels += is.bytes; /* strings are shared process-wide */
-    st.bytes_total = st.bytes_series + st.bytes_chunks + st.bytes_index + st.bytes_labels;
+    st.samples += atomic_load_explicit(&h->csamples, memory_order_relaxed) + st.ooo_samples;
+    st.bytes_total = st.bytes_series + st.bytes_chunks + st.bytes_ooo + st.bytes_index + st.bytes_labels;
     *ret = st;
 }

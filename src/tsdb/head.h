@@ -6,11 +6,21 @@
  * (replay continues after the largest ref seen). Series are found by
  * labels_hash in 256 sharded open-addressing tables; equal hashes are told
  * apart by comparing the sets (collisions are handled, and tested by
- * forcing them). A second sharded table maps ref -> series.
+ * forcing them). A second sharded table maps ref -> series. Postings lists
+ * are delta-coded (a single ref inline).
  *
- * CHUNKS. Each series appends into its own tsdb_chunk_app (chunk.h), cut
- * every `chunk_samples` samples (default 120) into an immutable, exactly
- * sized byte buffer kept in the series' list of closed chunks.
+ * CHUNKS. Each series appends into a compact open-chunk stream of its own
+ * (delta-of-delta times, Gorilla XOR values; a few dozen bytes of state
+ * instead of a tsdb_chunk_app per series), cut every `chunk_samples`
+ * samples (default 120), or before a chunk would span more than
+ * UINT32_MAX ms, by decoding it into the thread's tsdb_chunk_app
+ * (chunk.h), which picks the chunk encoding. A series' closed chunks live
+ * in one allocation (16 bytes of meta each, then their bytes).
+ *
+ * MEMORY per active series (KELVIN_TSDB_BENCH=1 tests/test_tsdb_head,
+ * 100k series of 7 labels, 240 samples, open chunk full): about 560 bytes
+ * all in: series struct 128 + open chunk stream ~160, one closed chunk
+ * ~96, index ~60, label set + strings ~112.
  *
  * APPENDS. An appender (one per thread or per scrape) collects samples by
  * label set or by ref; commit applies them and logs them. Labels are hashed
@@ -25,7 +35,29 @@
  * Rejections are counted per reason: out_of_order (t before the series'
  * last sample), duplicate (same t, different value bits; the same bits are
  * a no-op counted as `noop`), too_old (t before the head's min valid time,
- * set by tsdb_head_gc), unknown_ref. No out-of-order window yet.
+ * set by tsdb_head_gc), unknown_ref.
+ *
+ * OUT-OF-ORDER WINDOW (ooo_window_ms > 0; Prometheus 2.39+'s
+ * storage.tsdb.out_of_order_time_window). A sample with t after the
+ * series' last in-order sample appends in order as always, and one with t
+ * equal to it is a noop or duplicate as always. One with t before it is
+ * accepted into the series' out-of-order (OOO) store when t >= head max
+ * time - window (the head's newest sample, see tsdb_head_bounds; the
+ * boundary is inclusive) and t >= the min valid time; else it is too_old
+ * (with the window on, "out_of_order" is never counted). If t is already
+ * held by the series, in order or out of order, the sample is a noop
+ * (same value bits) or a duplicate (first write wins). Accepted OOO
+ * samples count in `appended` and in `out_of_order_appended`. The store
+ * is allocated with a series' first OOO sample: a buffer of up to 32
+ * samples sorted by time which, when full, is merged into immutable
+ * chunks (the chunks it overlaps and a small neighbour are re-encoded),
+ * kept sorted and non-overlapping. Reads merge the in-order chunks, the
+ * OOO chunks and the buffer by time, each timestamp exactly once, so
+ * select, block writing (tsdb_block_write_head) and checkpoints see OOO
+ * samples like any others. Accepted OOO samples are logged in their own
+ * record (record.h TSDB_REC_OOO_SAMPLES); replay inserts them into the
+ * store without re-checking the window (that decision depended on the
+ * head's max time at append, and replay is sharded by series).
  *
  * READS. tsdb_head_select resolves matchers against the postings (sorted
  * ref lists per label pair, plus the list of all refs), intersects them,
@@ -34,7 +66,8 @@
  * (and a snapshot of the open one) under its stripe lock, so readers never
  * block appenders for longer than a copy and never see freed memory.
  *
- * GC. tsdb_head_gc(mint) frees closed chunks that end before mint, removes
+ * GC. tsdb_head_gc(mint) frees closed chunks (in order and OOO) that end
+ * before mint and buffered OOO samples before it, removes
  * series with no sample at or after mint (from the tables and postings;
  * memory is freed when the last reader lets go) and rejects later appends
  * before mint as too_old. Removed series come back from the WAL on the
@@ -42,8 +75,9 @@
  *
  * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N, then
  * writes every live series and its samples at or after cutoff (plus always
- * its last sample, so out-of-order decisions stay the same after replay)
- * into checkpoint.N and deletes segments < N. Every record in segments < N
+ * its last in-order sample, so out-of-order decisions stay the same after
+ * replay; OOO samples go into OOO records) into checkpoint.N and deletes
+ * segments < N. Every record in segments < N
  * was applied to the head before the roll (apply happens before queueing,
  * both under the commit lock), so nothing acknowledged is lost.
  *
@@ -68,6 +102,7 @@ typedef struct tsdb_head_opts {
     const char *wal_dir; /* NULL: in memory only, nothing logged */
     tsdb_wal_opts wal;
     uint32_t chunk_samples; /* 0: TSDB_CHUNK_DEFAULT_SAMPLES (120) */
+    int64_t ooo_window_ms;  /* out-of-order window; 0 (or < 0): off */
 } tsdb_head_opts;
 
 /* Opens the WAL (if any) and replays it into a new head. rep (may be
@@ -83,11 +118,12 @@ int tsdb_head_close(tsdb_head *h);
 typedef struct tsdb_head_app tsdb_head_app;
 
 typedef struct tsdb_append_result {
-    uint64_t appended;
-    uint64_t noop; /* same timestamp, same value bits: ignored */
-    uint64_t out_of_order;
-    uint64_t duplicate; /* same timestamp, different value */
-    uint64_t too_old;
+    uint64_t appended;              /* accepted, in order or out of order */
+    uint64_t out_of_order_appended; /* of those, into the OOO store */
+    uint64_t noop;                  /* same timestamp, same value bits: ignored */
+    uint64_t out_of_order;          /* before the last sample, no window */
+    uint64_t duplicate;             /* same timestamp, different value */
+    uint64_t too_old;               /* before min valid time, or outside the window */
     uint64_t unknown_ref;
     uint64_t series_created;
 } tsdb_append_result;
@@ -147,14 +183,16 @@ int tsdb_head_label_values(tsdb_head *h, base_str name, labels_matcher *const *m
 
 typedef struct tsdb_head_stats {
     uint64_t series;
-    uint64_t chunks;  /* closed chunks */
-    uint64_t samples; /* samples held */
+    uint64_t chunks;                              /* closed in-order chunks */
+    uint64_t samples;                             /* samples held, OOO ones included */
+    uint64_t ooo_series, ooo_chunks, ooo_samples; /* series with an OOO store; its chunks, samples */
     uint64_t series_created, series_removed;
     tsdb_append_result totals; /* every commit so far (replay excluded) */
     uint64_t replay_rejected;  /* samples the replay did not apply */
     /* bytes, as malloc sizes them */
-    uint64_t bytes_series; /* series structs incl. open chunk appenders */
+    uint64_t bytes_series; /* series structs incl. open chunk streams */
     uint64_t bytes_chunks; /* closed chunk bytes and their lists */
+    uint64_t bytes_ooo;    /* OOO stores: buffers, chunks, lists */
     uint64_t bytes_index;  /* hash/ref tables and postings */
     uint64_t bytes_labels; /* label sets + interned strings (process-wide) */
     uint64_t bytes_total;
@@ -163,6 +201,16 @@ typedef struct tsdb_head_stats {
 
 void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret);
 uint64_t tsdb_head_series_count(tsdb_head *h);
+
+/* Min and max timestamp of the samples held (OOO ones included), in O(1):
+ * widened atomically at every accepted append and replayed sample, and
+ * recomputed exactly by tsdb_head_gc (only GC drops samples). Mid-commit
+ * readers may see a sample's time before its commit returns. Empty head:
+ * (INT64_MAX, INT64_MIN), i.e. mint > maxt. */
+void tsdb_head_bounds(tsdb_head *h, int64_t *ret_mint, int64_t *ret_maxt);
+/* Appends before this time are too_old (INT64_MIN until the first GC;
+ * tsdb_head_gc(mint) raises it to mint, never lowers it). */
+int64_t tsdb_head_min_valid_time(tsdb_head *h);
 
 /* See GC above. ret_removed (may be NULL) gets the number of series. */
 int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed);

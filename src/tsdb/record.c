@@ -41,11 +41,11 @@ static int wend(base_buf *out, const uint8_t *p) {
     return 0;
 }
 
-int tsdb_rec_enc_samples(base_buf *out, const tsdb_rec_sample *s, size_t n) {
+static int enc_samples(base_buf *out, uint8_t type, const tsdb_rec_sample *s, size_t n) {
     if (n > (SIZE_MAX - 32) / 28) return out->err ? out->err : BASE_E_LIMIT;
     uint8_t *p = wbegin(out, 11 + n * 28);
     if (!p) return base_buf_err(out) ? base_buf_err(out) : BASE_E_NOMEM;
-    *p++ = TSDB_REC_SAMPLES;
+    *p++ = type;
     p = put_uv(p, n);
     uint64_t prev = 0;
     int64_t t0 = n ? s[0].t : 0;
@@ -59,6 +59,14 @@ int tsdb_rec_enc_samples(base_buf *out, const tsdb_rec_sample *s, size_t n) {
         p += 8;
     }
     return wend(out, p);
+}
+
+int tsdb_rec_enc_samples(base_buf *out, const tsdb_rec_sample *s, size_t n) {
+    return enc_samples(out, TSDB_REC_SAMPLES, s, n);
+}
+
+int tsdb_rec_enc_ooo_samples(base_buf *out, const tsdb_rec_sample *s, size_t n) {
+    return enc_samples(out, TSDB_REC_OOO_SAMPLES, s, n);
 }
 
 int tsdb_rec_enc_series(base_buf *out, const tsdb_rec_series *s, size_t n) {
@@ -121,11 +129,13 @@ int tsdb_rec_dec_init(tsdb_rec_dec *d, const uint8_t *data, size_t len) {
     d->end = data + len;
     if (len == 0) return d->err = BASE_E_TRUNCATED;
     uint8_t type = *d->p++;
-    if (type < TSDB_REC_SERIES || type > TSDB_REC_TOMBSTONES) return d->err = BASE_E_PARSE;
+    if (type < TSDB_REC_SERIES || type > TSDB_REC_OOO_SAMPLES) return d->err = BASE_E_PARSE;
     uint64_t n;
     if (get_uv(d, &n)) return d->err;
     /* every entry takes at least 2 bytes (10 for a sample) */
-    uint64_t min = type == TSDB_REC_SAMPLES ? 10 : type == TSDB_REC_SERIES ? 2 : 3;
+    uint64_t min = type == TSDB_REC_SAMPLES || type == TSDB_REC_OOO_SAMPLES ? 10
+                   : type == TSDB_REC_SERIES                                ? 2
+                                                                            : 3;
     if (n > (uint64_t)(d->end - d->p) / min) return d->err = BASE_E_PARSE;
     d->type = type;
     d->count = d->left = n;
@@ -135,7 +145,8 @@ int tsdb_rec_dec_init(tsdb_rec_dec *d, const uint8_t *data, size_t len) {
 /* 1 if another entry of `type` follows, 0 at a clean end, <0 on error. */
 static int dec_more(tsdb_rec_dec *d, uint8_t type) {
     if (d->err) return d->err;
-    if (d->type != type) return d->err = BASE_E_INVAL;
+    uint8_t have = d->type == TSDB_REC_OOO_SAMPLES ? TSDB_REC_SAMPLES : d->type;
+    if (have != type) return d->err = BASE_E_INVAL;
     if (d->left == 0) return d->p == d->end ? 0 : (d->err = BASE_E_PARSE);
     d->left--;
     return 1;

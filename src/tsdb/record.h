@@ -16,6 +16,10 @@
  *              dt = t - first t (the first sample stores t itself):
  *              a batch of one scrape costs ~10 bytes a sample.
  *   tombstones u8 3, uv count, count x { uv ref, zz mint, zz maxt }
+ *   ooo samples u8 4, then as samples: samples the head accepted into its
+ *              out-of-order store (head.h). Replay inserts them there
+ *              without re-checking the window, whose decision depended
+ *              on the head's state at append time.
  *
  * A record ends exactly after its last entry: trailing bytes, a count the
  * bytes cannot hold, an over-long varint, a string longer than
@@ -40,6 +44,7 @@ enum {
     TSDB_REC_SERIES = 1,
     TSDB_REC_SAMPLES = 2,
     TSDB_REC_TOMBSTONES = 3,
+    TSDB_REC_OOO_SAMPLES = 4,
 };
 
 typedef struct tsdb_rec_series {
@@ -63,6 +68,8 @@ typedef struct tsdb_rec_tombstone {
 int tsdb_rec_enc_series(base_buf *out, const tsdb_rec_series *s, size_t n);
 int tsdb_rec_enc_samples(base_buf *out, const tsdb_rec_sample *s, size_t n);
 int tsdb_rec_enc_tombstones(base_buf *out, const tsdb_rec_tombstone *s, size_t n);
+/* Same encoding as samples, type TSDB_REC_OOO_SAMPLES. */
+int tsdb_rec_enc_ooo_samples(base_buf *out, const tsdb_rec_sample *s, size_t n);
 
 typedef struct tsdb_rec_dec {
     uint8_t type;   /* TSDB_REC_* after a successful init */
@@ -81,6 +88,7 @@ int tsdb_rec_dec_init(tsdb_rec_dec *d, const uint8_t *data, size_t len);
  * (views into the record; call labels_builder_finish to get a set), 0 at
  * the clean end of the record, <0 on error (sticky). */
 int tsdb_rec_dec_series(tsdb_rec_dec *d, uint64_t *ret_ref, labels_builder *b);
+/* Next sample of a TSDB_REC_SAMPLES or TSDB_REC_OOO_SAMPLES record. */
 int tsdb_rec_dec_sample(tsdb_rec_dec *d, tsdb_rec_sample *ret);
 int tsdb_rec_dec_tombstone(tsdb_rec_dec *d, tsdb_rec_tombstone *ret);
 

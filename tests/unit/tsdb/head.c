@@ -6,7 +6,9 @@
  * restart, concurrent appenders and readers (run under ASan here; build
  * with -fsanitize=thread to run it under TSan), and with
  * parallel WAL replay (several segments, a checkpoint, aliases from GC)
- * compared with the sequential one, and with KELVIN_TSDB_BENCH=1 the
+ * compared with the sequential one, exact round trips of adversarial
+ * values and timestamps (open chunk, closed chunks, WAL, checkpoint), and
+ * with KELVIN_TSDB_BENCH=1 the
  * measurements: appends/s, bytes per series, replay time. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -502,11 +504,135 @@ static void test_parallel_replay(void **st) {
     free(dir);
 }
 
+/* ---- exact round trips ------------------------------------------------- */
+
+/* Every value bit pattern and timestamp comes back exactly: from the open
+ * chunk (the head's staging stream), from closed chunks, after a restart
+ * from the WAL and after a checkpoint. */
+static const uint64_t rt_bits[] = {
+    0x7ff0000000000002ull, /* stale marker */
+    0x7ff8000000000000ull, /* quiet NaN */
+    0xfff8000000000001ull, /* negative NaN with payload */
+    0x7ff0000000000001ull, /* signalling NaN */
+    0x7fffffffffffffffull, /* NaN, all payload bits */
+    0x7ff0000000000000ull, /* +Inf */
+    0xfff0000000000000ull, /* -Inf */
+    0x8000000000000000ull, /* -0.0 */
+    0x0000000000000000ull, /* +0.0 */
+    0x0000000000000001ull, /* smallest denormal */
+    0x000fffffffffffffull, /* largest denormal */
+    0x7fefffffffffffffull, /* DBL_MAX */
+    0x4044000000000000ull, /* 40 */
+    0x4044800000000000ull, /* 41 */
+    0x3fb999999999999aull, /* 0.1 */
+};
+#define RT_N 600
+
+static int64_t rt_times[RT_N];
+
+/* Huge jumps at both ends, steady 15 s steps, jitter, 1 ms steps, and
+ * jumps over UINT32_MAX ms (which cut a chunk early). */
+static int64_t rt_time(int i) {
+    if (!rt_times[1]) {
+        static const int64_t head[] = {INT64_MIN, INT64_MIN + 1,   -((int64_t)1 << 62), -1, 0,
+                                       1,         (int64_t)1 << 40};
+        int k = 0;
+        for (; k < 7; k++) rt_times[k] = head[k];
+        for (; k < RT_N - 3; k++) {
+            int64_t step = k % 7 == 0    ? 15000 + (k % 3) * 7 - 5 /* jitter: 8-bit dod */
+                           : k % 23 == 0 ? 1                       /* 16-bit dod */
+                           : k % 41 == 0 ? 1000000                 /* 24-bit dod */
+                           : k % 59 == 0 ? (int64_t)1 << 31        /* 64-bit dod */
+                           : k % 97 == 0 ? (int64_t)1 << 33        /* over UINT32_MAX: cut */
+                                         : 15000;
+            rt_times[k] = rt_times[k - 1] + step;
+        }
+        for (; k < RT_N; k++) rt_times[k] = INT64_MAX - (RT_N - 1 - k) * 1000;
+    }
+    return rt_times[i];
+}
+
+static uint64_t rt_value(int i) {
+    return i % 5 == 0 ? rt_bits[(i / 5) % (sizeof rt_bits / sizeof *rt_bits)]
+                      : 0x4044000000000000ull + (uint64_t)(i % 13) * 0x0000100000000000ull;
+}
+
+static void rt_check(tsdb_head *h, int upto, int64_t from) {
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, NULL, 0, INT64_MIN, INT64_MAX, &ss), 0);
+    assert_int_equal(tsdb_series_set_next(ss), 1);
+    int i = 0;
+    while (i < upto && rt_time(i) < from && rt_time(i) != rt_time(upto - 1)) i++;
+    int64_t t;
+    double v;
+    int r;
+    while ((r = tsdb_series_set_sample(ss, &t, &v)) == 1) {
+        assert_true(i < upto);
+        assert_int_equal(t, rt_time(i));
+        uint64_t b;
+        memcpy(&b, &v, 8);
+        assert_int_equal(b, rt_value(i));
+        i++;
+    }
+    assert_int_equal(r, 0);
+    assert_int_equal(i, upto);
+    tsdb_series_set_free(ss);
+}
+
+static void test_roundtrip(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("head"), err[256];
+    tsdb_head *h = hopen(dir);
+    labels_set *ls = mk("rt", "j", NULL);
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    for (int i = 1; i < RT_N; i++) assert_true(rt_time(i) > rt_time(i - 1));
+    for (int i = 0; i < RT_N; i++) {
+        double v;
+        uint64_t b = rt_value(i);
+        memcpy(&v, &b, 8);
+        assert_int_equal(tsdb_head_app_add(a, ls, rt_time(i), v), 0);
+        tsdb_append_result r;
+        assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+        assert_int_equal(r.appended, 1);
+        if (i == 3 || i == 50 || i == 130 || i == 400) rt_check(h, i + 1, INT64_MIN); /* open chunk */
+        /* the same time again: noop with the same bits, else duplicate */
+        assert_int_equal(tsdb_head_app_add(a, ls, rt_time(i), v), 0);
+        assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+        assert_int_equal(r.noop, 1);
+    }
+    rt_check(h, RT_N, INT64_MIN);
+    tsdb_head_stats hs;
+    tsdb_head_stats_get(h, &hs);
+    assert_int_equal(hs.samples, RT_N);
+    assert_true(hs.chunks >= 4);
+    tsdb_head_close(h);
+    h = hopen(dir);
+    rt_check(h, RT_N, INT64_MIN);
+    int64_t cutoff = rt_time(RT_N / 2);
+    assert_int_equal(tsdb_head_checkpoint(h, cutoff, err, sizeof err), 0);
+    tsdb_head_close(h);
+    h = hopen(dir);
+    rt_check(h, RT_N, cutoff);
+    tsdb_head_app_free(a);
+    labels_unref(ls);
+    tsdb_head_close(h);
+    kelvin_rm_rf(dir);
+    free(dir);
+}
+
 /* ---- measurements (KELVIN_TSDB_BENCH=1) --------------------------------- */
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time of this thread: steadier than wall time on a shared machine. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -541,7 +667,7 @@ static void test_bench(void **st) {
         assert_int_equal(tsdb_head_ref(h, ls, &refs[i]), 0);
         labels_unref(ls);
     }
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     uint64_t n = 0;
     for (size_t s = 1; s < nsamp; s++) {
         for (size_t i = 0; i < nser; i++) {
@@ -551,11 +677,12 @@ static void test_bench(void **st) {
             n++;
         }
     }
-    double dt = now_s() - t0;
+    double dt = now_s() - t0, dc = cpu_s() - c0;
     tsdb_head_stats hs;
     tsdb_head_stats_get(h, &hs);
-    printf("bench: %zu series x %zu samples: %.2f M appends/s (one thread, WAL on, batches of 1000)\n", nser,
-           nsamp, (double)n / dt / 1e6);
+    printf("bench: %zu series x %zu samples: %.2f M appends/s (one thread, WAL on, batches of 1000; %.2f M "
+           "per CPU second of the appending thread)\n",
+           nser, nsamp, (double)n / dt / 1e6, (double)n / dc / 1e6);
     printf("bench: head bytes/series %.0f (series+open chunk %.0f, closed chunks %.0f, index %.0f, "
            "labels+strings "
            "%.0f), %.2f bytes/sample in chunks\n",
@@ -573,11 +700,13 @@ static void test_bench(void **st) {
     tsdb_head_close(h);
     tsdb__head_replay_threads = 1;
     t0 = now_s();
+    c0 = cpu_s();
     h = hopen(dir);
     dt = now_s() - t0;
+    dc = cpu_s() - c0;
     tsdb__head_replay_threads = 0;
     assert_int_equal(tsdb_head_series_count(h), nser);
-    printf("bench: sequential replay (one thread) of the same: %.2f s\n", dt);
+    printf("bench: sequential replay (one thread) of the same: %.2f s (%.2f CPU s)\n", dt, dc);
     tsdb_head_close(h);
     free(refs);
     kelvin_rm_rf(dir);
@@ -589,7 +718,7 @@ int main(void) {
         cmocka_unit_test(test_select),      cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_collisions),  cmocka_unit_test(test_restart_and_checkpoint),
         cmocka_unit_test(test_concurrency), cmocka_unit_test(test_parallel_replay),
-        cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
