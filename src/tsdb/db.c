@@ -453,7 +453,7 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
     ho.wal.compress = o->wal_compression;
     if ((e = tsdb_head_open(&ho, &db->head, &rep.wal, err, errlen))) goto fail;
     if (rep.wal.first_error[0]) rep_error(&rep, rep.wal.first_error);
-    int64_t bmax;
+    int64_t bmax = 0;
     if (newest_block_maxt(db, &bmax) && (e = tsdb_head_gc(db->head, bmax, NULL))) {
         errf(err, errlen, e, "dropping head data the blocks already hold: %s", base_strerror(e));
         goto fail;
