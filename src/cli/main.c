@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "tools/tools.h"
 
 typedef struct {
     const char *name;
@@ -16,6 +17,7 @@ typedef struct {
 
 static const command commands[] = {
     {"agent", agent_main, "run on every GPU node: GPU, host and application metrics on /metrics"},
+    {"tsdb", tools_tsdb_main, "promtool's tsdb tools for Kelvin's blocks: backfill, dump, analyze, list"},
 };
 
 static void usage(FILE *out) {
