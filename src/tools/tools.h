@@ -25,6 +25,7 @@
 #include "base/str.h"
 #include "labels/labels.h"
 #include "tsdb/block.h"
+#include "tsdb/db.h"
 
 /* The `kelvin tsdb` command: argv[0] is "tsdb". Returns the exit status. */
 int tools_tsdb_main(int argc, char **argv);
@@ -115,16 +116,16 @@ typedef struct tools_dump_result {
     uint64_t bad_series; /* series cut short by a damaged chunk */
 } tools_dump_result;
 
-/* Writes every sample of the series matching ms with mint <= t <= maxt,
- * over all blocks, as promtool's dump does: series sorted by labels and
- * merged across blocks (a timestamp present in several blocks is taken
- * once, from the block listed first), one line per sample:
+/* Writes every sample of the series matching ms with mint <= t <= maxt in
+ * db (blocks and head; open it read-only to look at a live directory), as
+ * promtool's dump does: series sorted by labels, one line per sample:
  * `{__name__="x", a="b"} <value as Go's %g> <timestamp ms>`. n == 0
- * selects nothing (as promtool's `{}`). A damaged chunk ends that series
- * in that block, is reported through bad and counted. Errors: BASE_E_IO
- * (writing out), BASE_E_NOMEM. */
-int tools_tsdb_dump(const tools_blocks *bs, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
-                    FILE *out, tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen);
+ * selects nothing (as promtool's `{}`). A damaged chunk ends that series'
+ * samples from that block, is reported through bad (dir "") and counted;
+ * the rest is still written. Errors: BASE_E_IO (writing out),
+ * BASE_E_NOMEM. */
+int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, FILE *out,
+                    tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen);
 
 /* ---- analyze --------------------------------------------------------------- */
 

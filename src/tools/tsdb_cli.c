@@ -121,7 +121,8 @@ static void report_bad(void *ctx, const char *dir, const char *msg) {
 
 static void report_chunk(void *ctx, const char *dir, const char *msg) {
     (void)ctx;
-    fprintf(stderr, "block %s: %s\n", dir, msg);
+    (void)dir;
+    fprintf(stderr, "%s\n", msg);
 }
 
 /* ---- create-blocks-from openmetrics ------------------------------------- */
@@ -257,24 +258,31 @@ static int cmd_dump(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    tools_blocks bs;
-    if (tools_blocks_open(db, report_bad, NULL, &bs, err, sizeof err)) {
+    tsdb_db_opts o;
+    tsdb_db_opts_default(&o);
+    o.path = db;
+    o.read_only = 1;
+    o.on_bad_block = report_bad;
+    tsdb_db *tdb;
+    tsdb_db_report rep;
+    if (tsdb_db_open(&o, &tdb, &rep, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         tools_matchers_free(ms, nms);
         return 1;
     }
+    if (rep.wal.corruptions) fprintf(stderr, "WAL: %s (the damaged part is skipped)\n", rep.wal.first_error);
     tools_dump_result res;
-    int e = tools_tsdb_dump(&bs, ms, nms, mint, maxt, stdout, report_chunk, NULL, &res, err, sizeof err);
+    int e = tools_tsdb_dump(tdb, ms, nms, mint, maxt, stdout, report_chunk, NULL, &res, err, sizeof err);
     int rc = 0;
     if (e) {
         fprintf(stderr, "%s\n", err);
         rc = 1;
-    } else if (bs.nbad || res.bad_series) {
-        fprintf(stderr, "%zu damaged blocks skipped, %llu series cut short by damaged chunks\n", bs.nbad,
-                (unsigned long long)res.bad_series);
+    } else if (rep.blocks_bad || res.bad_series) {
+        fprintf(stderr, "%zu damaged blocks skipped, %llu series cut short by damaged chunks\n",
+                rep.blocks_bad, (unsigned long long)res.bad_series);
         rc = 1;
     }
-    tools_blocks_free(&bs);
+    tsdb_db_close(tdb);
     tools_matchers_free(ms, nms);
     return rc;
 }

@@ -341,17 +341,18 @@ static int open_blocks(tsdb_db *db, tsdb_db_report *rep, char *err, size_t errle
         }
         tsdb_block *b;
         int be = tsdb_block_open(p, &b, msg, sizeof msg);
-        free(p);
         if (be == BASE_E_NOMEM) {
             e = be;
         } else if (be) {
             rep->blocks_bad++;
             rep_error(rep, msg);
+            if (db->o.on_bad_block) db->o.on_bad_block(db->o.bad_ctx, p, msg);
         } else if ((e = list_add(db, b))) {
             tsdb_block_close(b);
         } else {
             rep->blocks++;
         }
+        free(p);
     }
     closedir(d);
     if (e) return errf(err, errlen, e, "%s: opening blocks: %s", db->path, base_strerror(e));
@@ -695,12 +696,24 @@ static int retention(tsdb_db *db, char *err, size_t errlen) {
     return e;
 }
 
+/* Size-triggered WAL checkpoint (head.h SIZE-TRIGGERED CHECKPOINTS): when
+ * the WAL written since the newest checkpoint passes the head's threshold,
+ * checkpoint at the head's min valid time, which drops nothing (cut_head's
+ * checkpoints, at a block boundary, reset the count too). Bounds what a
+ * restart replays sample by sample; appenders are not stopped. */
+static int checkpoint_if_due(tsdb_db *db, char *err, size_t errlen) {
+    if (!tsdb_head_checkpoint_due(db->head)) return 0;
+    return tsdb_head_checkpoint(db->head, tsdb_head_min_valid_time(db->head), err, errlen);
+}
+
 int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen) {
     if (db->o.read_only) return errf(err, errlen, BASE_E_INVAL, "database opened read-only");
     char msg[512] = "";
     pthread_mutex_lock(&db->maint_mu);
     int e = cut_head(db, msg, sizeof msg), first = e;
     if (e) note_error(db, msg);
+    if ((e = checkpoint_if_due(db, msg, sizeof msg))) note_error(db, msg);
+    if (e && !first) first = e;
     if ((e = compact(db, msg, sizeof msg))) note_error(db, msg);
     if (e && !first) first = e;
     if ((e = retention(db, msg, sizeof msg))) note_error(db, msg);
@@ -829,7 +842,7 @@ int tsdb_db_set_next(tsdb_db_set *s) {
          * whose samples do not: skip series without a sample in range */
         int any = 0;
         for (size_t i = 0; i < s->m.n && !any; i++) any = s->m.in[i].in_group && s->m.in[i].has;
-        if (any) return 1;
+        if (any || s->m.pending) return 1; /* a damaged chunk shows at the first sample */
     }
 }
 

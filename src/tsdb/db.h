@@ -80,6 +80,9 @@ typedef struct tsdb_db_opts {
     uint32_t chunk_samples;       /* head chunk size (0: default) */
     int64_t maintain_interval_ms; /* 0: 60 s; < 0: no background thread */
     int read_only;                /* tools: no lock, WAL read but never written */
+    /* Called at open for each block that fails to open (may be NULL). */
+    void (*on_bad_block)(void *ctx, const char *dir, const char *msg);
+    void *bad_ctx;
 } tsdb_db_opts;
 
 /* Prometheus's defaults: data/, 15d, no size limit, 2h blocks, WAL
@@ -144,7 +147,10 @@ int tsdb_db_select(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t min
 int tsdb_db_set_next(tsdb_db_set *s);
 const labels_set *tsdb_db_set_labels(const tsdb_db_set *s);
 /* 1 and the next sample of the current series within [mint, maxt], 0 at its
- * end, <0 (BASE_E_PARSE: a damaged chunk; the other series stay readable). */
+ * end, <0: BASE_E_PARSE or BASE_E_TRUNCATED for a damaged chunk (that
+ * block's remaining samples of the series are dropped; calling again goes
+ * on with the series' samples from elsewhere, and other series are
+ * unaffected), BASE_E_NOMEM. */
 int tsdb_db_set_sample(tsdb_db_set *s, int64_t *ret_t, double *ret_v);
 void tsdb_db_set_free(tsdb_db_set *s);
 

@@ -30,6 +30,7 @@ static int peek(tsdb__merge_in *in) {
 }
 
 int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls) {
+    m->pending = 0;
     for (size_t i = 0; i < m->n; i++) {
         tsdb__merge_in *in = &m->in[i];
         if (!m->started || in->in_group) {
@@ -54,8 +55,8 @@ int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls) {
         tsdb__merge_in *in = &m->in[i];
         if (in->alive && labels_equal(in->ops->labels(in->it), best)) {
             in->in_group = 1;
-            int e = peek(in);
-            if (e) return e;
+            int e = peek(in); /* reported by the first sample call */
+            if (e && !m->pending) m->pending = e;
         }
     }
     *ret_ls = best;
@@ -63,6 +64,11 @@ int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls) {
 }
 
 int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
+    if (m->pending) {
+        int e = m->pending;
+        m->pending = 0;
+        return e;
+    }
     tsdb__merge_in *best = NULL;
     for (size_t i = 0; i < m->n; i++) {
         tsdb__merge_in *in = &m->in[i];
@@ -75,8 +81,8 @@ int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
     for (size_t i = 0; i < m->n; i++) {
         tsdb__merge_in *in = &m->in[i];
         if (in->in_group && in->has && in->t == t) {
-            int e = peek(in);
-            if (e) return e;
+            int e = peek(in); /* on error in->has is 0: that source is done */
+            if (e && !m->pending) m->pending = e;
         }
     }
     return 1;

@@ -44,6 +44,7 @@ typedef struct tsdb__merge {
     tsdb__merge_in *in;
     size_t n, cap;
     int started;
+    int pending; /* a source's error met after the sample returned */
     const labels_set *cur;
 } tsdb__merge;
 
@@ -52,7 +53,10 @@ int tsdb__merge_add(tsdb__merge *m, const tsdb__merge_ops *ops, void *it);
 /* 1 and the next merged series' labels (valid until the next call), 0 at
  * the end, <0: a source's error. */
 int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls);
-/* 1 and the next merged sample of the current series, 0 at its end, <0. */
+/* 1 and the next merged sample of the current series, 0 at its end, <0: a
+ * source failed (its remaining samples of this series are dropped; calling
+ * again goes on with the other sources). A failure met while moving past
+ * a returned sample is returned by the next call. */
 int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v);
 void tsdb__merge_free(tsdb__merge *m);
 
