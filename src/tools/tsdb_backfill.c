@@ -590,7 +590,7 @@ static int write_batch(ctx *c, batch *b, const rcount *ranges, size_t nr, char *
         int64_t now = base_unix_ms();
         if (now <= c->last_ulid_ms) now = c->last_ulid_ms + 1; /* names sort by creation */
         c->last_ulid_ms = now;
-        tsdb_block_wopts wo = {.ulid_ms = now};
+        tsdb_block_wopts wo = {.ulid_ms = now, .chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES};
         tsdb_block_meta meta;
         char msg[512] = "";
         e = tsdb_block_write(c->out_dir, &src, mint, maxt + 1, &wo, &meta, msg, sizeof msg);

@@ -70,7 +70,7 @@ int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, 
     wo.level = level + 1;
     wo.nsources = (uint32_t)k;
     wo.sources = src;
-    if (!wo.chunk_samples) wo.chunk_samples = 480;
+    if (!wo.chunk_samples) wo.chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES;
     e = tsdb_block_write(parent, &s, mint, maxt, &wo, ret_meta, err, errlen);
 out:
     tsdb__merge_free(&g);
