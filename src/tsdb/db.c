@@ -521,7 +521,7 @@ static int cut_head(tsdb_db *db, char *err, size_t errlen) {
         if (mint < floor) mint = floor;
         if (mint > maxt || maxt - mint <= r / 2 * 3) return 0;
         int64_t a = floor_div(mint, r) * r, b = a + r;
-        tsdb_block_wopts wo = {.chunk_samples = 480};
+        tsdb_block_wopts wo = {.chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES};
         tsdb_block_meta meta;
         int e = tsdb_block_write_head(db->path, db->head, a, b, &wo, &meta, err, errlen);
         if (e) return e;
@@ -620,7 +620,7 @@ static int compact(tsdb_db *db, char *err, size_t errlen) {
         }
         if (k >= 2) {
             tsdb_block_meta meta;
-            tsdb_block_wopts wo = {.chunk_samples = 480};
+            tsdb_block_wopts wo = {.chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES};
             e = tsdb_block_compact(db->path, in, k, &wo, &meta, err, errlen);
             if (!e) {
                 char ulid[27], *dir;
