@@ -4,7 +4,9 @@
  * samples records with their own encoder, which must keep the type) and
  * must decode to the same entries (encode -> decode round trip); a samples
  * record re-encoded as the other sample type must differ only in the type
- * byte. */
+ * byte. Chunks records: every entry the decoder accepts (err == 0) must be
+ * accepted by the encoder and decode again to the same chunks, open chunk
+ * and buffer; entries it reports malformed are skipped, as replay does. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,69 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 memcmp(&x.v, &s[i].v, 8))
                 abort();
         if (tsdb_rec_dec_sample(&d2, &x) != 0) abort();
+    } else if (d.type == TSDB_REC_CHUNKS) {
+        static tsdb_rec_chunk ch[MAXN], oc[MAXN];
+        static tsdb_rec_osample ob[MAXN];
+        tsdb_rec_chunks_entry e;
+        while ((r = tsdb_rec_dec_chunks(&d, &e)) == 1) {
+            if (e.err) continue;
+            tsdb_rec_series_chunks in = {.ref = e.ref,
+                                         .open_n = e.open_n,
+                                         .open_t0 = e.open_t0,
+                                         .open_bits = e.open_bits,
+                                         .open = e.open};
+            tsdb_rec_clist l = e.chunks;
+            size_t n = 0;
+            while (n < MAXN && tsdb_rec_clist_next(&l, &ch[n])) n++;
+            if (n != e.chunks.n) abort(); /* counts are bounded by the bytes: < MAXN here */
+            in.chunks = ch;
+            in.nchunks = n;
+            l = e.ooo;
+            n = 0;
+            while (n < MAXN && tsdb_rec_clist_next(&l, &oc[n])) n++;
+            if (n != e.ooo.n) abort();
+            in.ooo = oc;
+            in.nooo = n;
+            tsdb_rec_obuf b = e.buf;
+            n = 0;
+            while (n < MAXN && tsdb_rec_obuf_next(&b, &ob[n])) n++;
+            if (n != e.buf.n) abort();
+            in.buf = ob;
+            in.nbuf = n;
+            base_buf_reset(&out);
+            base_buf one = BASE_BUF_INIT;
+            if (tsdb_rec_enc_chunks_entry(&one, &in) || tsdb_rec_enc_chunks(&out, one.data, one.len, 1))
+                abort();
+            base_buf_free(&one);
+            tsdb_rec_dec d2;
+            tsdb_rec_chunks_entry e2;
+            if (tsdb_rec_dec_init(&d2, (const uint8_t *)out.data, out.len) ||
+                tsdb_rec_dec_chunks(&d2, &e2) != 1 || e2.err || e2.ref != e.ref || e2.open_n != e.open_n ||
+                e2.chunks.n != e.chunks.n || e2.chunks.bytes != e.chunks.bytes || e2.ooo.n != e.ooo.n ||
+                e2.ooo.bytes != e.ooo.bytes || e2.buf.n != e.buf.n || tsdb_rec_dec_chunks(&d2, &e2) != 0)
+                abort();
+            if (tsdb_rec_dec_init(&d2, (const uint8_t *)out.data, out.len) ||
+                tsdb_rec_dec_chunks(&d2, &e2) != 1)
+                abort();
+            if (e.open_n && (e2.open_t0 != e.open_t0 || e2.open_bits != e.open_bits ||
+                             memcmp(e2.open, e.open, (size_t)(e.open_bits + 7) / 8)))
+                abort();
+            tsdb_rec_chunk x;
+            l = e2.chunks;
+            for (size_t i = 0; tsdb_rec_clist_next(&l, &x); i++)
+                if (x.mint != ch[i].mint || x.maxt != ch[i].maxt || x.len != ch[i].len ||
+                    memcmp(x.data, ch[i].data, x.len))
+                    abort();
+            l = e2.ooo;
+            for (size_t i = 0; tsdb_rec_clist_next(&l, &x); i++)
+                if (x.mint != oc[i].mint || x.maxt != oc[i].maxt || x.len != oc[i].len ||
+                    memcmp(x.data, oc[i].data, x.len))
+                    abort();
+            tsdb_rec_osample o;
+            b = e2.buf;
+            for (size_t i = 0; tsdb_rec_obuf_next(&b, &o); i++)
+                if (o.t != ob[i].t || o.v != ob[i].v) abort();
+        }
     } else if (d.type == TSDB_REC_TOMBSTONES) {
         static tsdb_rec_tombstone s[MAXN];
         size_t n = 0;

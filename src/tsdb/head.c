@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -238,10 +239,6 @@ typedef struct hseries {
 static inline int series_has(const hseries *s) {
     return s->n || s->nch;
 }
-/* Time of the last in-order sample (INT64_MIN: none yet, or at INT64_MIN). */
-static inline int64_t series_last_t(const hseries *s) {
-    return series_has(s) ? s->tlast : INT64_MIN;
-}
 /* Time of the first in-order sample (only when there is one). */
 static inline int64_t series_first_t(const hseries *s) {
     return s->nch ? cmetas(s->cb)[0].mint : s->t0;
@@ -324,6 +321,7 @@ typedef struct stit {
     uint64_t d, v; /* last interval, value bits */
     uint32_t i, n;
     uint8_t lead, trail;
+    uint8_t win; /* a window was read (the writer's lead is 0xff until then) */
 } stit;
 
 static void stit_init(stit *it, const uint8_t *p, size_t len, int64_t t0, uint32_t n) {
@@ -353,6 +351,10 @@ static int stit_next(stit *it) {
             dod = tsdb__br_get64(r, 64);
         it->d += dod;
         it->t = (int64_t)((uint64_t)it->t + it->d);
+        if (!it->win) { /* '11': a new window */
+            tsdb__br peek = *r;
+            it->win = tsdb__br_get(&peek, 2) == 3;
+        }
         tsdb__xor_get(r, &it->v, &it->lead, &it->trail);
     }
     if (r->err) return r->err;
@@ -770,6 +772,8 @@ struct tsdb_head {
     base_buf frames, rec;         /* scratch, under commit_mu */
     tsdb_append_result totals;
     uint64_t created, removed, replay_rejected;
+    uint64_t replay_corrupt;                   /* chunks entries not installed */
+    uint64_t checkpoints, ckpt_bytes, ckpt_ms; /* under commit_mu */
     int replaying;
 };
 
@@ -781,6 +785,20 @@ static shard *rshard(tsdb_head *h, uint64_t ref) {
 }
 static pthread_mutex_t *stripe(tsdb_head *h, const hseries *s) {
     return &h->stripes[s->ref & (NSTRIPES - 1)];
+}
+
+/* Locks s's stripe for the append and replay paths, except while the WAL
+ * is replayed: then each series belongs to one replay worker (ref %
+ * workers) and nothing else can reach the head, so the lock (two atomic
+ * operations a sample) is skipped. Returns what sunlock takes. */
+static pthread_mutex_t *slock(tsdb_head *h, const hseries *s) {
+    if (h->replaying) return NULL;
+    pthread_mutex_t *mu = stripe(h, s);
+    pthread_mutex_lock(mu);
+    return mu;
+}
+static void sunlock(pthread_mutex_t *mu) {
+    if (mu) pthread_mutex_unlock(mu);
 }
 
 static uint64_t series_hash(const labels_set *ls) {
@@ -1126,17 +1144,25 @@ static int series_cut(tsdb_head *h, hseries *s, hscratch *x) {
     base_buf_reset(b);
     int e = stage_emit(s, b);
     if (e) return e;
-    tsdb_chunk_app_reset(&x->app);
+    /* an open chunk installed from a checkpoint written with a larger
+     * chunk_samples may hold more than the thread's appender takes */
+    tsdb_chunk_app big, *app = &x->app;
+    if (s->n > chunk_max(h)) {
+        tsdb_chunk_app_init(&big, s->n, 0);
+        app = &big;
+    }
+    tsdb_chunk_app_reset(app);
     stit it;
     stit_init(&it, (const uint8_t *)b->data, b->len, s->t0, s->n);
     while ((e = stit_next(&it)) == 1) {
         double v;
         memcpy(&v, &it.v, 8);
-        if ((e = tsdb_chunk_app_append(&x->app, it.t, v))) break;
+        if ((e = tsdb_chunk_app_append(app, it.t, v))) break;
     }
     if (!e && it.i != s->n) e = BASE_E_PARSE;
     base_buf_reset(b); /* the stream is decoded */
-    if (!e) e = tsdb_chunk_app_finish(&x->app, b);
+    if (!e) e = tsdb_chunk_app_finish(app, b);
+    if (app == &big) tsdb_chunk_app_free(&big);
     if (e) {
         tsdb_chunk_app_reset(&x->app);
         return e;
@@ -1151,15 +1177,14 @@ static int series_cut(tsdb_head *h, hseries *s, hscratch *x) {
 }
 
 /* Appends one sample (commit_mu held, or a replay worker that owns s;
- * takes the stripe lock). x: the thread's scratch. A sample at or before
+ * takes the stripe lock, see slock). x: the thread's scratch. A sample at or before
  * the series' last one goes to the OOO store when the window allows it
  * (see head.h). */
 static int series_append_cut(tsdb_head *h, hseries *s, int64_t t, double v, hscratch *x) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
     if (t < atomic_load_explicit(&h->min_valid, memory_order_relaxed)) return AP_OLD;
-    pthread_mutex_t *mu = stripe(h, s);
-    pthread_mutex_lock(mu);
+    pthread_mutex_t *mu = slock(h, s);
     int r = AP_OK;
     int64_t last_t = s->tlast;
     if (series_has(s) && t <= last_t) {
@@ -1187,7 +1212,7 @@ static int series_append_cut(tsdb_head *h, hseries *s, int64_t t, double v, hscr
     }
     bounds_add(h, t);
 out:
-    pthread_mutex_unlock(mu);
+    sunlock(mu);
     return r;
 }
 
@@ -1195,11 +1220,10 @@ out:
 static int series_ooo_replay(tsdb_head *h, hseries *s, int64_t t, double v, hscratch *x) {
     uint64_t bits;
     memcpy(&bits, &v, 8);
-    pthread_mutex_t *mu = stripe(h, s);
-    pthread_mutex_lock(mu);
+    pthread_mutex_t *mu = slock(h, s);
     int r = ooo_insert(h, s, t, bits, 0, &x->cut);
     if (r == AP_OOO_OK) bounds_add(h, t);
-    pthread_mutex_unlock(mu);
+    sunlock(mu);
     return r;
 }
 
@@ -1251,7 +1275,8 @@ struct tsdb_head_app {
     size_t acccap, oacccap;
     tsdb_rec_series *news;
     size_t nnews, newscap;
-    const labels_set *last_ls; /* cache: consecutive adds of one set */
+    labels_set *last_ls; /* cache: consecutive adds of one set (a reference,
+                          * so its address cannot be reused meanwhile) */
     hseries *last_s;
     uint64_t last_hash;
 };
@@ -1270,6 +1295,7 @@ void tsdb_head_app_rollback(tsdb_head_app *a) {
         labels_unref(a->e[i].ls);
     }
     a->n = 0;
+    labels_unref(a->last_ls);
     a->last_ls = NULL;
     a->last_s = NULL;
 }
@@ -1307,7 +1333,8 @@ int tsdb_head_app_add(tsdb_head_app *a, const labels_set *ls, int64_t t, double 
     } else {
         e->hash = series_hash(ls);
         e->s = lookup_hash(a->h, e->hash, ls);
-        a->last_ls = e->s ? ls : NULL;
+        labels_unref(a->last_ls);
+        a->last_ls = e->s ? labels_ref(ls) : NULL;
         a->last_hash = e->hash;
         a->last_s = e->s;
     }
@@ -1427,14 +1454,17 @@ int tsdb_head_ref(tsdb_head *h, const labels_set *ls, uint64_t *ret_ref) {
 /* Replay runs on the thread that opens the WAL (the reader: the WAL reads
  * and CRC-checks frames in order and calls replay_rec) and, when more than
  * one core is online, on nw - 1 helper threads. Series records are applied
- * by the reader. Sample records are copied into a batch; when it is full,
- * or before a series record is applied, the batch is handed to all nw
- * workers (the reader is worker 0): each decodes every record of the batch
- * in order and applies only the samples of the series it owns (series ref
- * % nw), then they meet at a barrier. So each series' samples are applied
- * by one thread in WAL order, series exist before later samples refer to
- * them and not before earlier ones, and the tables and the alias map are
- * read-only while workers run: the result equals a sequential replay. */
+ * by the reader. Sample records and chunks records (checkpoints) are
+ * copied into a batch; when it is full, or before a series record is
+ * applied, the batch is handed to all nw workers (the reader is worker 0):
+ * each decodes every record of the batch in order and applies only the
+ * samples and chunks entries of the series it owns (series ref % nw), then
+ * they meet at a barrier. So each series' data is applied by one thread in
+ * WAL order, series exist before later samples refer to them and not
+ * before earlier ones, and the tables, the alias map and the dense ref
+ * table are read-only while workers run: the result equals a sequential
+ * replay. Since a series belongs to one worker and nothing else can reach
+ * the head yet, replay skips the stripe locks (slock). */
 
 int tsdb__head_replay_threads;
 
@@ -1449,6 +1479,8 @@ typedef struct rworker {
     unsigned id;
     hscratch scr;      /* append scratch (worker 0 uses h->scr) */
     uint64_t rejected; /* samples not applied, summed after each batch */
+    uint64_t bad;      /* chunks entries not installed (damage) */
+    char why[192];     /* the first one's description */
     int err;
 } rworker;
 
@@ -1468,12 +1500,37 @@ typedef struct replay {
     uint64_t gen; /* batches started (under mu) */
     unsigned ndone;
     int quit;
-    int sync; /* mu, start, done initialized */
+    int sync;      /* mu, start, done initialized */
+    char why[192]; /* the first damaged chunks entry, for the report */
+    /* ref -> series for refs below ndense: refs are dense and a commit's
+     * are consecutive, so this turns the lookup of every replayed sample
+     * into sequential reads (the ref table's slots are random). Grown by
+     * the reader as series are created, read by workers between flushes. */
+    hseries **dense;
+    size_t ndense;
 } replay;
+
+/* Refs up to this use the dense table (8 bytes each while replaying). */
+#define REPLAY_DENSE_MAX ((uint64_t)1 << 24)
+
+static void dense_put(replay *rp, hseries *s) {
+    if (s->ref >= REPLAY_DENSE_MAX) return;
+    if (s->ref >= rp->ndense) {
+        size_t n = rp->ndense ? rp->ndense : 4096;
+        while (n <= s->ref) n *= 2;
+        hseries **d = realloc(rp->dense, n * sizeof *d);
+        if (!d) return; /* the ref table still finds it */
+        memset(d + rp->ndense, 0, (n - rp->ndense) * sizeof *d);
+        rp->dense = d;
+        rp->ndense = n;
+    }
+    rp->dense[s->ref] = s;
+}
 
 /* The series a sample's ref names: by ref, else through an alias. */
 static hseries *replay_resolve(const replay *rp, uint64_t ref) {
-    hseries *s = smap_get_ref(&rp->h->shards[mix64(ref) >> 56].byref, ref);
+    hseries *s = ref < rp->ndense ? rp->dense[ref] : NULL;
+    if (!s) s = smap_get_ref(&rp->h->shards[mix64(ref) >> 56].byref, ref);
     if (!s && rp->nalias) {
         hseries *al = smap_get_ref(&rp->alias, ref);
         if (al) s = (hseries *)al->ls;
@@ -1503,9 +1560,13 @@ static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw,
             /* Without aliases a series' ref is the sample's ref (or it has
              * no series): filter before the lookup. */
             if (nw > 1 && !rp->nalias && win[n].ref % nw != id) continue;
-            uint64_t kh = mix64(win[n].ref);
-            const smap *m = &h->shards[kh >> 56].byref;
-            if (m->cap) __builtin_prefetch(&m->slot[kh & (m->cap - 1)]);
+            if (win[n].ref < rp->ndense) {
+                __builtin_prefetch(&rp->dense[win[n].ref]);
+            } else {
+                uint64_t kh = mix64(win[n].ref);
+                const smap *m = &h->shards[kh >> 56].byref;
+                if (m->cap) __builtin_prefetch(&m->slot[kh & (m->cap - 1)]);
+            }
             n++;
         }
         for (size_t k = 0; k < n; k++) {
@@ -1515,6 +1576,9 @@ static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw,
                 __builtin_prefetch((const char *)ser[k] + 64);
             }
         }
+        for (size_t k = 0; k < n; k++) /* the end of the open chunk's stream, of our series only */
+            if (ser[k] && (nw <= 1 || ser[k]->ref % nw == id) && ser[k]->w.buf)
+                __builtin_prefetch(ser[k]->w.buf + ser[k]->w.len);
         for (size_t k = 0; k < n; k++) {
             hseries *s = ser[k];
             if (nw > 1 && (s ? s->ref : win[k].ref) % nw != id) continue;
@@ -1527,6 +1591,239 @@ static int replay_samples(replay *rp, tsdb_rec_dec *d, unsigned id, unsigned nw,
             if (ap == AP_NOMEM) return BASE_E_NOMEM;
             if (ap != AP_OK && ap != AP_OOO_OK) (*rejected)++;
         }
+    }
+    return 0;
+}
+
+/* ---- installing checkpointed chunks (TSDB_REC_CHUNKS) ------------------- */
+
+/* Checks a chunk before it is installed without decoding it: the header
+ * parses and declares n >= 1 samples, the first at c->mint, and n fits
+ * the range. Returns n, or 0 when it is damaged. */
+static uint32_t chunk_check(const tsdb_rec_chunk *c) {
+    tsdb_chunk_it it;
+    if (tsdb_chunk_it_init(&it, c->data, c->len)) return 0;
+    uint32_t n = tsdb_chunk_it_count(&it);
+    if (!n || (uint64_t)c->maxt - (uint64_t)c->mint < n - 1) return 0;
+    if (!tsdb_chunk_it_next(&it) || it.t != c->mint) return 0;
+    return n == 1 && c->maxt != c->mint ? 0 : n;
+}
+
+/* The last sample of a chunk (decodes it all): 0, or <0 when damaged or
+ * when it does not end at c->maxt. */
+static int chunk_last(const tsdb_rec_chunk *c, int64_t *ret_t, uint64_t *ret_bits) {
+    tsdb_chunk_it it;
+    tsdb_chunk_it_init(&it, c->data, c->len);
+    int64_t t = 0;
+    double v = 0;
+    while (tsdb_chunk_it_next(&it)) {
+        t = it.t;
+        v = it.v;
+    }
+    if (tsdb_chunk_it_err(&it) || it.i != it.n || t != c->maxt) return BASE_E_PARSE;
+    *ret_t = t;
+    memcpy(ret_bits, &v, 8);
+    return 0;
+}
+
+/* Appends the chunks of l (all after the list's end) to the list (*b, *n)
+ * in one new allocation: 0, or BASE_E_NOMEM / BASE_E_LIMIT unchanged. */
+static int cl_append_rec(uint8_t **b, uint32_t *n, tsdb_rec_clist l) {
+    if (!l.n) return 0;
+    uint32_t on = *n, oend = on ? cmetas(*b)[on - 1].end : 0;
+    uint64_t nm = (uint64_t)on + l.n, bytes = (uint64_t)oend + l.bytes;
+    if (nm > UINT32_MAX || bytes > UINT32_MAX) return BASE_E_LIMIT;
+    uint8_t *x = malloc((size_t)nm * sizeof(cmeta) + (size_t)bytes);
+    if (!x) return BASE_E_NOMEM;
+    cmeta *m = (cmeta *)(void *)x;
+    uint8_t *d = x + (size_t)nm * sizeof(cmeta);
+    if (on) {
+        memcpy(m, *b, on * sizeof(cmeta));
+        memcpy(d, *b + on * sizeof(cmeta), oend);
+    }
+    memcpy(d + oend, l.data, (size_t)l.bytes);
+    uint32_t end = oend, k = on;
+    tsdb_rec_chunk c;
+    while (tsdb_rec_clist_next(&l, &c)) {
+        end += c.len;
+        m[k++] = (cmeta){c.mint, (uint32_t)((uint64_t)c.maxt - (uint64_t)c.mint), end};
+    }
+    free(*b);
+    *b = x;
+    *n = (uint32_t)nm;
+    return 0;
+}
+
+/* Checks the chunk list l of an entry: every chunk passes chunk_check and
+ * the first starts after `after` (when has_after). Adds the samples to
+ * *ret_n and sets *ret_last to the last chunk. NULL or what is wrong. */
+static const char *clist_check(tsdb_rec_clist l, int has_after, int64_t after, uint64_t *ret_n,
+                               tsdb_rec_chunk *ret_last) {
+    tsdb_rec_chunk c;
+    for (uint32_t i = 0; tsdb_rec_clist_next(&l, &c); i++) {
+        if (i == 0 && has_after && c.mint <= after) return "chunks overlap what the series holds";
+        uint32_t k = chunk_check(&c);
+        if (!k) return "damaged chunk (header, sample count or first time)";
+        *ret_n += k;
+        *ret_last = c;
+    }
+    return NULL;
+}
+
+/* Installs one checkpointed entry into s (taking its stripe lock): the
+ * chunk lists are copied as they are, the open chunk's staging stream is
+ * resumed (decoded once to check it and to recover the appender's state:
+ * last time, interval, value and XOR window). Everything is checked
+ * before anything is installed, so a damaged entry leaves s unchanged.
+ * 0; BASE_E_PARSE with *why; BASE_E_NOMEM. */
+static int series_install(tsdb_head *h, hseries *s, const tsdb_rec_chunks_entry *e, hscratch *x,
+                          const char **why) {
+    pthread_mutex_t *mu = slock(h, s);
+    const char *bad = NULL;
+    int err = 0;
+    uint64_t nin = 0, nooo = 0;
+    tsdb_rec_chunk lastc = {0}, lasto = {0};
+    int has = series_has(s);
+    int64_t tlast = s->tlast, t0 = 0;
+    uint64_t vlast = s->vlast;
+    stit it;
+    memset(&it, 0, sizeof it);
+    size_t obytes = (size_t)((e->open_bits + 7) / 8);
+    if (e->chunks.n && s->n)
+        bad = "closed chunks after the open chunk";
+    else
+        bad = clist_check(e->chunks, has, tlast, &nin, &lastc);
+    if (!bad && e->chunks.n && !e->open_n) { /* the last sample is in the last chunk */
+        if (chunk_last(&lastc, &tlast, &vlast))
+            bad = "damaged last chunk";
+        else
+            has = 1;
+    }
+    if (!bad && e->open_n) {
+        if (s->n)
+            bad = "a second open chunk";
+        else if ((e->chunks.n ? 1 : has) && e->open_t0 <= (e->chunks.n ? lastc.maxt : tlast))
+            bad = "open chunk overlaps the chunks";
+        else if (e->open_n > TSDB_CHUNK_MAX_SAMPLES || obytes + STAGE_RESERVE + 64 > TSDB__STREAM_LIMIT)
+            bad = "open chunk too large";
+    }
+    if (!bad && e->open_n) { /* decode the stream: times increase, span fits, bits add up */
+        stit_init(&it, e->open, obytes, e->open_t0, e->open_n);
+        int r;
+        int64_t prev = e->open_t0;
+        while ((r = stit_next(&it)) == 1) {
+            if ((it.i > 1 && it.t <= prev) || (uint64_t)it.t - (uint64_t)e->open_t0 > UINT32_MAX) break;
+            prev = it.t;
+        }
+        if (r != 0 || it.i != e->open_n || (uint64_t)obytes * 8 - tsdb__br_left(&it.r) != e->open_bits)
+            bad = "damaged open chunk";
+        t0 = e->open_t0;
+    }
+    hooo *o = s->ooo;
+    if (!bad) {
+        int oh = o && o->nch;
+        bad = clist_check(e->ooo, oh, oh ? cm_maxt(&cmetas(o->cb)[o->nch - 1]) : 0, &nooo, &lasto);
+    }
+    if (bad) {
+        sunlock(mu);
+        *why = bad;
+        return BASE_E_PARSE;
+    }
+    /* install */
+    if ((err = cl_append_rec(&s->cb, &s->nch, e->chunks))) goto out;
+    if (e->chunks.n) {
+        tsdb_rec_clist l = e->chunks;
+        tsdb_rec_chunk c;
+        tsdb_rec_clist_next(&l, &c);
+        bounds_add(h, c.mint);
+        bounds_add(h, lastc.maxt);
+        atomic_fetch_add_explicit(&h->csamples, nin, memory_order_relaxed);
+        s->tlast = tlast;
+        s->vlast = vlast;
+    }
+    if (e->open_n) {
+        size_t full = (size_t)(e->open_bits / 32) * 4, cap = full + STAGE_RESERVE + 32;
+        uint8_t *b = malloc(cap);
+        if (!b) {
+            err = BASE_E_NOMEM;
+            goto out;
+        }
+        size_t room = malloc_usable_size(b);
+        memcpy(b, e->open, full);
+        tsdb__br r;
+        tsdb__br_init(&r, e->open + full, obytes - full);
+        s->w.buf = b;
+        s->w.cap = (uint32_t)(room < TSDB__STREAM_LIMIT ? room : cap);
+        s->w.len = (uint32_t)full;
+        s->w.nacc = (uint32_t)(e->open_bits % 32);
+        s->w.acc = tsdb__br_get(&r, s->w.nacc);
+        s->t0 = t0;
+        s->n = e->open_n;
+        s->tlast = it.t;
+        s->vlast = it.v;
+        s->dlast = it.d;
+        s->lead = it.win ? it.lead : 0xff;
+        s->trail = it.win ? it.trail : 0;
+        bounds_add(h, t0);
+        bounds_add(h, it.t);
+    }
+    if (e->ooo.n || e->buf.n) {
+        if (!o && !(o = s->ooo = calloc(1, sizeof *o))) {
+            err = BASE_E_NOMEM;
+            goto out;
+        }
+        if ((err = cl_append_rec(&o->cb, &o->nch, e->ooo))) goto out;
+        if (e->ooo.n) {
+            tsdb_rec_clist l = e->ooo;
+            tsdb_rec_chunk c;
+            tsdb_rec_clist_next(&l, &c);
+            bounds_add(h, c.mint);
+            bounds_add(h, lasto.maxt);
+        }
+        tsdb_rec_obuf ob = e->buf;
+        tsdb_rec_osample os;
+        while (tsdb_rec_obuf_next(&ob, &os)) {
+            int r = ooo_insert(h, s, os.t, os.v, 0, &x->cut);
+            if (r == AP_NOMEM) {
+                err = BASE_E_NOMEM;
+                goto out;
+            }
+            if (r == AP_OOO_OK) bounds_add(h, os.t);
+        }
+        if (!s->ooo->nch && !s->ooo->nbuf) {
+            ooo_free(s->ooo);
+            s->ooo = NULL;
+        }
+    }
+out:
+    sunlock(mu);
+    return err;
+}
+
+/* Installs the entries of one chunks record that worker w of nw owns. */
+static int replay_chunks(replay *rp, tsdb_rec_dec *d, rworker *w, unsigned nw, hscratch *x) {
+    tsdb_rec_chunks_entry e;
+    int r;
+    while ((r = tsdb_rec_dec_chunks(d, &e)) == 1) {
+        if (nw > 1 && !rp->nalias && e.ref % nw != w->id) continue;
+        hseries *s = replay_resolve(rp, e.ref);
+        if (nw > 1 && (s ? s->ref : e.ref) % nw != w->id) continue;
+        const char *why = NULL;
+        int err = 0;
+        if (!s)
+            why = "unknown series ref";
+        else if (e.err)
+            why = "malformed entry";
+        else if ((err = series_install(rp->h, s, &e, x, &why)) == BASE_E_NOMEM)
+            return err;
+        if (why) {
+            if (!w->bad++)
+                snprintf(w->why, sizeof w->why, "chunks of series ref %" PRIu64 " not restored: %s", e.ref,
+                         why);
+        }
+    }
+    if (r < 0 && w->id == 0) { /* every worker reads the frames: one reports */
+        if (!w->bad++) snprintf(w->why, sizeof w->why, "chunks record cut short: the rest is skipped");
     }
     return 0;
 }
@@ -1558,7 +1855,7 @@ static void replay_series(replay *rp, tsdb_rec_dec *d) {
             series_put(old);
         } else if (!s) {
             hseries *old = lookup_ref(h, ref);
-            if (!old) s = series_create(h, ls, hash, ref);
+            if (!old && (s = series_create(h, ls, hash, ref))) dense_put(rp, s);
             series_put(old);
         }
         series_put(s);
@@ -1575,7 +1872,9 @@ static void replay_work(rworker *w) {
         uint32_t n;
         memcpy(&n, p, 4);
         tsdb_rec_dec d;
-        if (!tsdb_rec_dec_init(&d, p + 4, n)) w->err = replay_samples(rp, &d, w->id, rp->nw, x, &w->rejected);
+        if (!tsdb_rec_dec_init(&d, p + 4, n))
+            w->err = d.type == TSDB_REC_CHUNKS ? replay_chunks(rp, &d, w, rp->nw, x)
+                                               : replay_samples(rp, &d, w->id, rp->nw, x, &w->rejected);
         p += 4 + (size_t)n;
     }
 }
@@ -1632,8 +1931,11 @@ static int replay_rec(void *ctx, const uint8_t *rec, size_t len, int from_ckpt) 
             if (e) return e;
         }
         replay_series(rp, &d);
-    } else if (d.type == TSDB_REC_SAMPLES || d.type == TSDB_REC_OOO_SAMPLES) {
-        if (rp->nw <= 1) return replay_samples(rp, &d, 0, 1, &rp->h->scr, &rp->h->replay_rejected);
+    } else if (d.type == TSDB_REC_SAMPLES || d.type == TSDB_REC_OOO_SAMPLES || d.type == TSDB_REC_CHUNKS) {
+        if (rp->nw <= 1)
+            return d.type == TSDB_REC_CHUNKS
+                       ? replay_chunks(rp, &d, &rp->w[0], 1, &rp->h->scr)
+                       : replay_samples(rp, &d, 0, 1, &rp->h->scr, &rp->h->replay_rejected);
         uint8_t n[4];
         uint32_t l = (uint32_t)len; /* <= TSDB_WAL_RECORD_MAX */
         memcpy(n, &l, 4);
@@ -1680,9 +1982,14 @@ static int replay_finish(replay *rp, int e) {
         pthread_cond_destroy(&rp->start);
         pthread_cond_destroy(&rp->done);
     }
-    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) scratch_free(&rp->w[i].scr);
+    for (unsigned i = 0; i < REPLAY_MAX_WORKERS; i++) {
+        scratch_free(&rp->w[i].scr);
+        if (rp->w[i].bad && !rp->h->replay_corrupt) snprintf(rp->why, sizeof rp->why, "%s", rp->w[i].why);
+        rp->h->replay_corrupt += rp->w[i].bad;
+    }
     base_buf_free(&rp->batch);
     labels_builder_free(&rp->b);
+    free(rp->dense);
     for (size_t i = 0; i < rp->nalias; i++) free(rp->aliases[i]);
     free(rp->aliases);
     free(rp->alias.slot);
@@ -1758,6 +2065,13 @@ int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report 
         pthread_mutex_unlock(&h->commit_mu);
         h->replaying = 0;
         if (rp.maxref >= h->next_ref) h->next_ref = rp.maxref + 1;
+        if (!e && rep && h->replay_corrupt) { /* damage inside CRC-valid records */
+            rep->corruptions++;
+            if (!rep->first_error[0] &&
+                snprintf(rep->first_error, sizeof rep->first_error, "WAL %s: %s (%" PRIu64 " such entries)",
+                         opts->wal_dir, rp.why, h->replay_corrupt) < 0)
+                rep->first_error[0] = '\0';
+        }
         h->created = 0;
         if (fe && !e) { /* the WAL is open, the last batch failed */
             if (errlen) snprintf(err, errlen, "WAL replay: out of memory");
@@ -2260,6 +2574,168 @@ int tsdb_head_label_values(tsdb_head *h, base_str name, labels_matcher *const *m
     return labels_list(h, &name, ms, n, mint, maxt, ret);
 }
 
+/* ---- cardinality (/api/v1/status/tsdb) ---------------------------------- */
+
+/* A candidate of a top list: a string (or a pair a=b, when b.p is set) and
+ * its count. */
+typedef struct cent {
+    base_str a, b;
+    uint64_t count;
+} cent;
+
+/* Compares the strings of x and y ("a=b" for pairs) bytewise. */
+static int cent_strcmp(const cent *x, const cent *y) {
+    base_str xs[3] = {x->a, {"=", x->b.p ? 1 : 0}, x->b}, ys[3] = {y->a, {"=", y->b.p ? 1 : 0}, y->b};
+    size_t xi = 0, xo = 0, yi = 0, yo = 0;
+    for (;;) {
+        while (xi < 3 && xo == xs[xi].n) xi++, xo = 0;
+        while (yi < 3 && yo == ys[yi].n) yi++, yo = 0;
+        if (xi == 3 || yi == 3) return (xi < 3) - (yi < 3);
+        unsigned char c = (unsigned char)xs[xi].p[xo++], d = (unsigned char)ys[yi].p[yo++];
+        if (c != d) return c < d ? -1 : 1;
+    }
+}
+
+/* Result order: count descending, then string ascending. <0: x first. */
+static int cent_cmp(const cent *x, const cent *y) {
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return cent_strcmp(x, y);
+}
+static int cent_qcmp(const void *a, const void *b) {
+    return cent_cmp(a, b);
+}
+
+/* The best `lim` candidates so far: a heap whose root is the worst kept. */
+typedef struct ctop {
+    cent *v;
+    size_t n, cap, lim;
+} ctop;
+
+static void ctop_sift(ctop *t, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < t->n && cent_cmp(&t->v[l], &t->v[w]) > 0) w = l;
+        if (r < t->n && cent_cmp(&t->v[r], &t->v[w]) > 0) w = r;
+        if (w == i) return;
+        cent x = t->v[i];
+        t->v[i] = t->v[w];
+        t->v[w] = x;
+        i = w;
+    }
+}
+
+static int ctop_push(ctop *t, cent c) {
+    if (!t->lim) return 0;
+    if (t->n == t->lim) { /* full: replace the worst if c is better */
+        if (cent_cmp(&c, &t->v[0]) >= 0) return 0;
+        t->v[0] = c;
+        ctop_sift(t, 0);
+        return 0;
+    }
+    if (grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v)) return BASE_E_NOMEM;
+    size_t i = t->n++;
+    t->v[i] = c;
+    while (i > 0 && cent_cmp(&t->v[i], &t->v[(i - 1) / 2]) > 0) { /* worse than its parent: up */
+        cent x = t->v[i];
+        t->v[i] = t->v[(i - 1) / 2];
+        t->v[(i - 1) / 2] = x;
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+/* Bytes the entries' strings need. */
+static size_t ctop_bytes(const ctop *t) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++) n += t->v[i].a.n + (t->v[i].b.p ? 1 + t->v[i].b.n : 0) + 1;
+    return n;
+}
+
+/* Sorts t into out, copying the strings to *p. */
+static void ctop_emit(ctop *t, tsdb_head_card_entry *out, char **p) {
+    if (t->n > 1) qsort(t->v, t->n, sizeof *t->v, cent_qcmp);
+    for (size_t i = 0; i < t->n; i++) {
+        char *s = *p;
+        memcpy(s, t->v[i].a.p, t->v[i].a.n);
+        size_t n = t->v[i].a.n;
+        if (t->v[i].b.p) {
+            s[n++] = '=';
+            memcpy(s + n, t->v[i].b.p, t->v[i].b.n);
+            n += t->v[i].b.n;
+        }
+        s[n] = '\0';
+        out[i] = (tsdb_head_card_entry){{s, n}, t->v[i].count};
+        *p += n + 1;
+    }
+}
+
+int tsdb_head_postings_stats(tsdb_head *h, size_t limit, tsdb_head_card *ret) {
+    labels_itab *it = labels_global();
+    ctop t[4] = {
+        {.lim = limit}, {.lim = limit}, {.lim = limit}, {.lim = limit}}; /* metric, values, memory, pair */
+    uint64_t pairs = 0;
+    int e = 0;
+    labels_sym metric = LABELS_SYM_NONE;
+    int has_metric = !labels_itab_find(it, base_str_c(LABELS_METRIC_NAME), &metric);
+    pthread_rwlock_rdlock(&h->idx_lock);
+    for (uint32_t i = 0; i < h->names.cap && !e; i++) {
+        const nament *ne = h->names.val[i];
+        if (!ne) continue;
+        base_str name = labels_itab_str(it, ne->name);
+        uint64_t nvals = 0, bytes = 0;
+        int is_metric = has_metric && ne->name == metric;
+        for (uint32_t j = 0; j < ne->values.cap && !e; j++) {
+            const plist *pl = &ne->values.val[j];
+            if (ne->values.key[j] == LABELS_SYM_NONE || !pl->n) continue; /* emptied by GC */
+            base_str v = labels_itab_str(it, ne->values.key[j]);
+            nvals++;
+            bytes += v.n;
+            if (is_metric) e = ctop_push(&t[0], (cent){v, {NULL, 0}, pl->n});
+            if (!e) e = ctop_push(&t[3], (cent){name, v, pl->n});
+        }
+        if (!nvals) continue;
+        pairs += nvals;
+        if (!e) e = ctop_push(&t[1], (cent){name, {NULL, 0}, nvals});
+        if (!e) e = ctop_push(&t[2], (cent){name, {NULL, 0}, bytes});
+    }
+    /* copy while the strings are held by the index */
+    tsdb_head_card c;
+    memset(&c, 0, sizeof c);
+    size_t ne = t[0].n + t[1].n + t[2].n + t[3].n, sb = 0;
+    for (int k = 0; k < 4; k++) sb += ctop_bytes(&t[k]);
+    if (!e && !(c.mem = malloc(ne * sizeof(tsdb_head_card_entry) + sb + 1))) e = BASE_E_NOMEM;
+    if (!e) {
+        tsdb_head_card_entry *en = c.mem;
+        char *p = (char *)(en + ne);
+        c.series_by_metric = en;
+        c.n_series_by_metric = t[0].n;
+        c.values_by_name = en += t[0].n;
+        c.n_values_by_name = t[1].n;
+        c.memory_by_name = en += t[1].n;
+        c.n_memory_by_name = t[2].n;
+        c.series_by_pair = en += t[2].n;
+        c.n_series_by_pair = t[3].n;
+        ctop_emit(&t[0], c.series_by_metric, &p);
+        ctop_emit(&t[1], c.values_by_name, &p);
+        ctop_emit(&t[2], c.memory_by_name, &p);
+        ctop_emit(&t[3], c.series_by_pair, &p);
+    }
+    pthread_rwlock_unlock(&h->idx_lock);
+    if (has_metric) labels_itab_unref(it, metric);
+    for (int k = 0; k < 4; k++) free(t[k].v);
+    if (e) return e;
+    c.num_series = tsdb_head_series_count(h);
+    c.num_label_pairs = pairs;
+    *ret = c;
+    return 0;
+}
+
+void tsdb_head_card_free(tsdb_head_card *c) {
+    if (!c) return;
+    free(c->mem);
+    memset(c, 0, sizeof *c);
+}
+
 /* ---- GC ----------------------------------------------------------------- */
 
 static int has_ref(const refvec *dead, uint64_t ref) {
@@ -2483,15 +2959,132 @@ static int all_series(tsdb_head *h, hseries ***ret, size_t *ret_n) {
     return 0;
 }
 
-#define CKPT_BATCH 4096
+#define CKPT_BATCH        4096
+/* A chunks record is cut once its entries pass CKPT_RECORD_BYTES, and one
+ * series is split into several entries past CKPT_ENTRY_BYTES of chunks, a
+ * record being cut within the series when it passes that: a record stays
+ * far below TSDB_WAL_RECORD_MAX (at most 32 MiB + one entry, an entry at
+ * most 32 MiB + one chunk + a 16 MiB open chunk). */
+#define CKPT_RECORD_BYTES ((size_t)1 << 20)
+#define CKPT_ENTRY_BYTES  ((uint64_t)32 << 20)
+#define CKPT_HDR          11 /* room for a record header before the entries */
 
-static int cmp_sample_t(const void *a, const void *b) {
-    int64_t x = ((const tsdb_rec_sample *)a)->t, y = ((const tsdb_rec_sample *)b)->t;
-    return x < y ? -1 : x > y;
+uint64_t tsdb__head_ckpt_entry_bytes;
+
+/* Checkpoint writer state: the chunks record being built (entries after
+ * CKPT_HDR bytes of room for its header) and per-series scratch. */
+typedef struct ckw {
+    tsdb_wal_ckpt *c;
+    base_buf ent;
+    uint64_t nent;
+    base_buf open;
+    tsdb_rec_chunk *ch, *oc;
+    size_t capch, capoc;
+    tsdb_rec_osample *ob;
+    size_t capob;
+} ckw;
+
+static int ckw_flush(ckw *w) {
+    if (!w->nent) return 0;
+    uint8_t hdr[CKPT_HDR];
+    unsigned k = tsdb_rec_chunks_hdr(hdr, w->nent);
+    uint8_t *start = (uint8_t *)w->ent.data + CKPT_HDR - k;
+    memcpy(start, hdr, k);
+    /* chunk bytes do not compress: no snappy attempt */
+    int e = tsdb_wal_ckpt_add_z(w->c, start, w->ent.len - (CKPT_HDR - k), 0);
+    base_buf_reset(&w->ent);
+    w->nent = 0;
+    return e;
+}
+
+/* Sets list (b, n)'s chunks [i0, n) as record chunks into *v. */
+static int ckw_list(const uint8_t *b, uint32_t n, uint32_t i0, tsdb_rec_chunk **v, size_t *cap) {
+    if (grow((void **)v, cap, n - i0 + 1, sizeof **v)) return BASE_E_NOMEM;
+    for (uint32_t i = i0; i < n; i++) {
+        const cmeta *m = &cmetas(b)[i];
+        tsdb_rec_chunk *c = &(*v)[i - i0];
+        c->mint = m->mint;
+        c->maxt = cm_maxt(m);
+        c->data = cl_data(b, n, i, &c->len);
+    }
+    return 0;
+}
+
+/* Takes chunks from v[*i..n) while they fit *budget (at least one). */
+static size_t ckw_take(const tsdb_rec_chunk *v, size_t n, size_t *i, uint64_t *budget) {
+    size_t i0 = *i;
+    while (*i < n && (*i == i0 || v[*i].len <= *budget)) {
+        *budget -= v[*i].len < *budget ? v[*i].len : *budget;
+        (*i)++;
+    }
+    return *i - i0;
+}
+
+/* Appends the entries of series s (stripe lock held): its closed in-order
+ * chunks that end at or after cutoff (the last one always when there is
+ * no open chunk: the last sample decides what is out of order), the open
+ * chunk's stream, its OOO chunks ending at or after cutoff and buffered
+ * OOO samples from cutoff on. */
+static int ckw_series(ckw *w, const hseries *s, int64_t cutoff) {
+    uint32_t j0 = cl_lower(s->cb, s->nch, cutoff);
+    if (!s->n && s->nch && j0 == s->nch) j0 = s->nch - 1;
+    size_t nch = s->nch - j0, noc = 0, nob = 0;
+    int e = ckw_list(s->cb, s->nch, j0, &w->ch, &w->capch);
+    const hooo *o = s->ooo;
+    if (!e && o) {
+        uint32_t k0 = cl_lower(o->cb, o->nch, cutoff);
+        noc = o->nch - k0;
+        e = ckw_list(o->cb, o->nch, k0, &w->oc, &w->capoc);
+        uint32_t b0 = obuf_lower(o, cutoff);
+        nob = o->nbuf - b0;
+        if (!e && nob && !(e = grow((void **)&w->ob, &w->capob, nob, sizeof *w->ob)))
+            for (size_t i = 0; i < nob; i++)
+                w->ob[i] = (tsdb_rec_osample){o->buf[b0 + i].t, o->buf[b0 + i].v};
+    }
+    base_buf_reset(&w->open);
+    if (!e && s->n) e = stage_emit(s, &w->open);
+    if (e) return e;
+    if (!nch && !s->n && !noc && !nob) return 0;
+    size_t ci = 0, oi = 0;
+    int open_done = !s->n, buf_done = !nob;
+    do { /* one entry, unless the series holds more than CKPT_ENTRY_BYTES */
+        tsdb_rec_series_chunks r = {.ref = s->ref};
+        uint64_t budget = tsdb__head_ckpt_entry_bytes ? tsdb__head_ckpt_entry_bytes : CKPT_ENTRY_BYTES;
+        size_t c0 = ci;
+        r.nchunks = ckw_take(w->ch, nch, &ci, &budget);
+        r.chunks = w->ch + c0;
+        if (ci == nch && !open_done) {
+            r.open_n = s->n;
+            r.open_t0 = s->t0;
+            r.open_bits = tsdb__bw_bits(&s->w);
+            r.open = (const uint8_t *)w->open.data;
+            open_done = 1;
+            budget -= w->open.len < budget ? w->open.len : budget;
+        }
+        if (ci == nch && open_done && budget) {
+            size_t o0 = oi;
+            r.nooo = ckw_take(w->oc, noc, &oi, &budget);
+            r.ooo = w->oc + o0;
+            if (oi == noc) {
+                r.buf = w->ob;
+                r.nbuf = nob;
+                buf_done = 1;
+            }
+        }
+        if (!w->ent.len) base_buf_append(&w->ent, (uint8_t[CKPT_HDR]){0}, CKPT_HDR);
+        if ((e = tsdb_rec_enc_chunks_entry(&w->ent, &r))) return e;
+        w->nent++;
+        /* normally flushed by the caller, out of the stripe lock; a series
+         * split into many entries is flushed here to bound the record */
+        if (w->ent.len >= CKPT_ENTRY_BYTES && (e = ckw_flush(w))) return e;
+    } while (ci < nch || oi < noc || !open_done || !buf_done);
+    return 0;
 }
 
 int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen) {
     if (!h->wal) return BASE_E_INVAL;
+    struct timespec ts0, ts1;
+    clock_gettime(CLOCK_MONOTONIC, &ts0);
     tsdb_wal_ckpt *c;
     int e = tsdb_wal_ckpt_begin(h->wal, &c, err, errlen);
     if (e) return e;
@@ -2501,12 +3094,11 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
         tsdb_wal_ckpt_abort(c);
         return e;
     }
-    base_buf rec = BASE_BUF_INIT, chunks = BASE_BUF_INIT;
+    base_buf rec = BASE_BUF_INIT;
+    ckw w = {.c = c, .ent = BASE_BUF_INIT, .open = BASE_BUF_INIT};
     tsdb_rec_series *sr = malloc(CKPT_BATCH * sizeof *sr);
-    tsdb_rec_sample *smp = NULL, *osm = NULL; /* in order, out of order */
-    size_t nsmp = 0, capsmp = 0, nosm = 0, caposm = 0;
     if (!sr) e = BASE_E_NOMEM;
-    /* series records first (in batches), then samples per series */
+    /* series records first (in batches), then the chunks of every series */
     for (size_t i = 0; i < n && !e; i += CKPT_BATCH) {
         size_t k = n - i < CKPT_BATCH ? n - i : CKPT_BATCH;
         for (size_t j = 0; j < k; j++) sr[j] = (tsdb_rec_series){v[i + j]->ref, v[i + j]->ls};
@@ -2514,111 +3106,60 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
         if (!(e = tsdb_rec_enc_series(&rec, sr, k))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
     }
     for (size_t i = 0; i < n && !e; i++) {
-        hseries *s = v[i];
-        base_buf_reset(&chunks);
-        pthread_mutex_t *mu = stripe(h, s);
+        pthread_mutex_t *mu = stripe(h, v[i]);
         pthread_mutex_lock(mu);
-        /* collect chunks overlapping [cutoff, inf) plus the open one, as
-         * concatenated (len u32, bytes) */
-        for (uint32_t j = 0; j < s->nch; j++) {
-            int64_t cmax = cm_maxt(&cmetas(s->cb)[j]);
-            if (cmax < cutoff && j + 1 < s->nch) continue;
-            if (cmax < cutoff && s->n) continue;
-            uint32_t l;
-            const uint8_t *d = cl_data(s->cb, s->nch, j, &l);
-            base_buf_append(&chunks, &l, 4);
-            base_buf_append(&chunks, d, l);
-        }
-        /* then the OOO chunks ending at or after cutoff and the buffered
-         * OOO samples from cutoff on, then the open chunk's stream */
-        size_t ostart = chunks.len, obstart = nosm;
-        const hooo *o = s->ooo;
-        if (o) {
-            for (uint32_t j = cl_lower(o->cb, o->nch, cutoff); j < o->nch; j++) {
-                uint32_t l;
-                const uint8_t *d = cl_data(o->cb, o->nch, j, &l);
-                base_buf_append(&chunks, &l, 4);
-                base_buf_append(&chunks, d, l);
-            }
-            for (uint32_t j = obuf_lower(o, cutoff); j < o->nbuf && !e; j++) {
-                if ((e = grow((void **)&osm, &caposm, nosm + 1, sizeof *osm))) break;
-                osm[nosm].ref = s->ref;
-                osm[nosm].t = o->buf[j].t;
-                memcpy(&osm[nosm++].v, &o->buf[j].v, 8);
-            }
-        }
-        size_t sstart = chunks.len;
-        int64_t last_t = series_last_t(s), t0 = s->t0;
-        uint32_t nopen = s->n;
-        if (!e && nopen) e = stage_emit(s, &chunks);
+        e = ckw_series(&w, v[i], cutoff);
         pthread_mutex_unlock(mu);
-        if (!e) e = base_buf_err(&chunks);
-        if (e) break;
-        size_t off = 0;
-        while (off + 4 <= ostart && !e) {
-            uint32_t l;
-            memcpy(&l, chunks.data + off, 4);
-            tsdb_chunk_it it;
-            tsdb_chunk_it_init(&it, (const uint8_t *)chunks.data + off + 4, l);
-            off += 4 + (size_t)l;
-            while (tsdb_chunk_it_next(&it)) {
-                if (it.t < cutoff && it.t != last_t) continue;
-                if ((e = grow((void **)&smp, &capsmp, nsmp + 1, sizeof *smp))) break;
-                smp[nsmp++] = (tsdb_rec_sample){s->ref, it.t, it.v};
-            }
-        }
-        stit st;
-        stit_init(&st, (const uint8_t *)chunks.data + sstart, chunks.len - sstart, t0, nopen);
-        int r;
-        while (!e && (r = stit_next(&st)) != 0) {
-            if (r < 0) {
-                e = r;
-                break;
-            }
-            if (st.t < cutoff && st.t != last_t) continue;
-            if ((e = grow((void **)&smp, &capsmp, nsmp + 1, sizeof *smp))) break;
-            smp[nsmp].ref = s->ref;
-            smp[nsmp].t = st.t;
-            memcpy(&smp[nsmp++].v, &st.v, 8);
-        }
-        while (off + 4 <= sstart && !e) {
-            uint32_t l;
-            memcpy(&l, chunks.data + off, 4);
-            tsdb_chunk_it it;
-            tsdb_chunk_it_init(&it, (const uint8_t *)chunks.data + off + 4, l);
-            off += 4 + (size_t)l;
-            while (tsdb_chunk_it_next(&it)) {
-                if (it.t < cutoff) continue;
-                if ((e = grow((void **)&osm, &caposm, nosm + 1, sizeof *osm))) break;
-                osm[nosm++] = (tsdb_rec_sample){s->ref, it.t, it.v};
-            }
-        }
-        if (e) break;
-        /* time order, so that replay appends to the OOO store's end */
-        if (nosm - obstart > 1) qsort(osm + obstart, nosm - obstart, sizeof *osm, cmp_sample_t);
-        if (nsmp >= CKPT_BATCH || (i + 1 == n && nsmp)) {
-            base_buf_reset(&rec);
-            if (!(e = tsdb_rec_enc_samples(&rec, smp, nsmp))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
-            nsmp = 0;
-        }
-        if (!e && (nosm >= CKPT_BATCH || (i + 1 == n && nosm))) {
-            base_buf_reset(&rec);
-            if (!(e = tsdb_rec_enc_ooo_samples(&rec, osm, nosm))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
-            nosm = 0;
-        }
+        if (!e && w.ent.len >= CKPT_RECORD_BYTES) e = ckw_flush(&w);
+    }
+    if (!e) e = ckw_flush(&w);
+    /* The scan may have seen samples of commits that applied them but had
+     * not yet queued their WAL records (both happen under commit_mu): wait
+     * for those commits to leave the lock, then write what is queued, so
+     * that everything in the checkpoint is also in the segments from N on
+     * before the checkpoint replaces the older ones. Else a kill right
+     * after the commit could keep part of a batch never acknowledged. */
+    if (!e) {
+        pthread_mutex_lock(&h->commit_mu);
+        pthread_mutex_unlock(&h->commit_mu);
+        e = tsdb_wal_flush(h->wal);
     }
     for (size_t i = 0; i < n; i++) series_put(v[i]);
     free(v);
     free(sr);
-    free(smp);
-    free(osm);
+    free(w.ch);
+    free(w.oc);
+    free(w.ob);
+    base_buf_free(&w.ent);
+    base_buf_free(&w.open);
     base_buf_free(&rec);
-    base_buf_free(&chunks);
     if (e) {
+        if (errlen) snprintf(err, errlen, "checkpoint: %s", base_strerror(e));
         tsdb_wal_ckpt_abort(c);
         return e;
     }
-    return tsdb_wal_ckpt_commit(c, err, errlen);
+    uint64_t bytes = tsdb_wal_ckpt_bytes(c);
+    if ((e = tsdb_wal_ckpt_commit(c, err, errlen))) return e;
+    clock_gettime(CLOCK_MONOTONIC, &ts1);
+    pthread_mutex_lock(&h->commit_mu);
+    h->checkpoints++;
+    h->ckpt_bytes = bytes;
+    h->ckpt_ms = (uint64_t)((ts1.tv_sec - ts0.tv_sec) * 1000 + (ts1.tv_nsec - ts0.tv_nsec) / 1000000);
+    pthread_mutex_unlock(&h->commit_mu);
+    return 0;
+}
+
+uint64_t tsdb_head_wal_bytes_since_checkpoint(tsdb_head *h) {
+    return h->wal ? tsdb_wal_tail_bytes(h->wal) : 0;
+}
+
+uint64_t tsdb__head_checkpoint_bytes;
+
+int tsdb_head_checkpoint_due(tsdb_head *h) {
+    uint64_t lim = tsdb__head_checkpoint_bytes ? tsdb__head_checkpoint_bytes
+                   : h->o.checkpoint_bytes     ? h->o.checkpoint_bytes
+                                               : TSDB_HEAD_CHECKPOINT_BYTES;
+    return h->wal && tsdb_head_wal_bytes_since_checkpoint(h) >= lim;
 }
 
 /* ---- accounting --------------------------------------------------------- */
@@ -2635,6 +3176,10 @@ void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
     st.series_created = h->created;
     st.series_removed = h->removed;
     st.replay_rejected = h->replay_rejected;
+    st.replay_corrupt = h->replay_corrupt;
+    st.checkpoints = h->checkpoints;
+    st.checkpoint_bytes = h->ckpt_bytes;
+    st.checkpoint_ms = h->ckpt_ms;
     int first = 1;
     for (int i = 0; i < NSHARDS; i++) {
         shard *sh = &h->shards[i];

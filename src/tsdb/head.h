@@ -73,17 +73,61 @@
  * before mint as too_old. Removed series come back from the WAL on the
  * next replay until a checkpoint has been taken.
  *
- * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N, then
- * writes every live series and its samples at or after cutoff (plus always
- * its last in-order sample, so out-of-order decisions stay the same after
- * replay; OOO samples go into OOO records) into checkpoint.N and deletes
- * segments < N. Every record in segments < N
- * was applied to the head before the roll (apply happens before queueing,
- * both under the commit lock), so nothing acknowledged is lost.
+ * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N,
+ * writes into checkpoint.N every live series (series records) and each
+ * series' chunks as they are in memory (record.h TSDB_REC_CHUNKS): its
+ * closed in-order chunks that end at or after cutoff (the last one always
+ * when there is no open chunk: the last sample decides what is out of
+ * order), its open chunk's staging stream, its OOO chunks that end at or
+ * after cutoff and its buffered OOO samples from cutoff on; then deletes
+ * segments < N. So a checkpoint keeps every sample at or after cutoff
+ * and, as GC does, whole chunks: the samples before cutoff of a chunk
+ * that straddles it come back too (a checkpoint at the min valid time
+ * reproduces the head exactly). Every record in segments < N was applied
+ * to the head before the roll (apply happens before queueing, both under
+ * the commit lock), so nothing acknowledged is lost. Appends between the
+ * roll and the moment the writer reaches their series are both in the
+ * checkpoint and in segment N; applying them again at replay changes
+ * nothing (same time and bits: noop; an older time: an out-of-order
+ * rejection, or a noop in the OOO store). Before the checkpoint is put in
+ * place, commits that had applied samples when the writer read them are
+ * waited for and the WAL is written out, so the checkpoint never holds
+ * part of a batch that the WAL lacks (a kill cannot keep half of an
+ * unacknowledged commit). The writer holds one series'
+ * stripe lock at a time, for the copy of its chunk bytes: appenders are
+ * never stopped. A checkpoint costs one sequential write of the head's
+ * chunk bytes (uncompressed: chunks do not compress) plus its label sets.
  *
- * THREADS. Appenders, select, label listings, stats and gc may run
- * concurrently from any threads; one appender object is used by one thread
- * at a time. open/close are single-threaded.
+ * REPLAY. Series records are applied by the thread reading the WAL;
+ * sample and chunks records are batched and handed to up to 4 workers,
+ * each applying the series it owns (ref % workers), so a checkpoint's
+ * chunks are installed in parallel too. A chunks entry is installed
+ * without decoding or re-encoding samples: closed chunks are checked
+ * (header, sample count, first time) and copied, all of a series' in one
+ * allocation; the open chunk's stream is decoded once (to check it and to
+ * recover its appender state: last time, interval, value, XOR window) and
+ * resumed, so the series goes on appending into the same open chunk, and
+ * the head after replay is the head that was checkpointed. An entry that
+ * is damaged (CRC-valid, but breaking the format or these checks) is
+ * skipped whole and reported (tsdb_wal_report corruptions and
+ * first_error; stats replay_corrupt); other series are unaffected, and a
+ * closed chunk whose damage the checks cannot see is a read error of its
+ * series only. Samples after the checkpoint replay as samples.
+ *
+ * SIZE-TRIGGERED CHECKPOINTS. Replay time is (checkpoint bytes, installed
+ * at memory speed) + (WAL since the checkpoint, applied sample by sample,
+ * ~10x slower per sample). tsdb_head_checkpoint_due says when the WAL
+ * written since the newest checkpoint has passed opts.checkpoint_bytes
+ * (default TSDB_HEAD_CHECKPOINT_BYTES); the database's maintenance
+ * (db.h) then checkpoints at the head's min valid time, dropping nothing.
+ * WRITE AMPLIFICATION: each such checkpoint rewrites the head's chunks,
+ * so the disk sees (head chunk bytes / threshold) extra bytes per WAL
+ * byte: see TSDB_HEAD_CHECKPOINT_BYTES for the figures.
+ *
+ * THREADS. Appenders, select, label listings, stats, postings stats, gc
+ * and a checkpoint may run concurrently from any threads; one appender
+ * object is used by one thread at a time, one checkpoint runs at a time.
+ * open/close are single-threaded.
  *
  * Errors: 0 or a negative BASE_E_*; err buffers get a message.
  */
@@ -98,11 +142,24 @@
 
 typedef struct tsdb_head tsdb_head;
 
+/* WAL bytes since the last checkpoint that make one due (see
+ * SIZE-TRIGGERED CHECKPOINTS). bench/tsdb_replay.c, 1M series x 480
+ * samples (2 h at 15 s; WAL 2.56 B/sample, 1171 MiB), 2 shared cores:
+ * 17 checkpoints during the 2 h, growing to 311 MiB (chunks + labels),
+ * 1.6 s at most and 23.5 s in all (0.3% of a core over 2 h of real
+ * time), 3195 MiB written = 2.7 x the WAL's bytes; a cold restart then
+ * installs the checkpoint and replays the 60 MiB after it in 4.6 s
+ * (6.5 CPU s), against 62-81 s replaying the WAL sample by sample.
+ * Halving the threshold halves the worst tail (~1.5 s of that at 64 MiB)
+ * and doubles the rewriting. */
+#define TSDB_HEAD_CHECKPOINT_BYTES ((uint64_t)64 << 20)
+
 typedef struct tsdb_head_opts {
     const char *wal_dir; /* NULL: in memory only, nothing logged */
     tsdb_wal_opts wal;
-    uint32_t chunk_samples; /* 0: TSDB_CHUNK_DEFAULT_SAMPLES (120) */
-    int64_t ooo_window_ms;  /* out-of-order window; 0 (or < 0): off */
+    uint32_t chunk_samples;    /* 0: TSDB_CHUNK_DEFAULT_SAMPLES (120) */
+    int64_t ooo_window_ms;     /* out-of-order window; 0 (or < 0): off */
+    uint64_t checkpoint_bytes; /* 0: TSDB_HEAD_CHECKPOINT_BYTES */
 } tsdb_head_opts;
 
 /* Opens the WAL (if any) and replays it into a new head. rep (may be
@@ -179,6 +236,42 @@ int tsdb_head_label_names(tsdb_head *h, labels_matcher *const *ms, size_t n, int
 int tsdb_head_label_values(tsdb_head *h, base_str name, labels_matcher *const *ms, size_t n, int64_t mint,
                            int64_t maxt, tsdb_strs **ret);
 
+/* Cardinality of the index for Prometheus's /api/v1/status/tsdb, from the
+ * postings (no series is read), as Prometheus 2.42's MemPostings.Stats:
+ * the top `limit` (Prometheus: 10) entries of each list, sorted by count
+ * descending; equal counts by name ascending (Prometheus leaves them in Go
+ * map order, i.e. random: any order is valid, ours is stable), which also
+ * picks the entries kept at the limit. */
+typedef struct tsdb_head_card_entry {
+    base_str name; /* NUL-terminated, in the result's one allocation */
+    uint64_t count;
+} tsdb_head_card_entry;
+
+typedef struct tsdb_head_card {
+    uint64_t num_series;      /* headStats.numSeries */
+    uint64_t num_label_pairs; /* headStats.numLabelPairs: distinct name=value pairs */
+    /* seriesCountByMetricName: series per __name__ value */
+    tsdb_head_card_entry *series_by_metric;
+    size_t n_series_by_metric;
+    /* labelValueCountByLabelName: distinct values per label name */
+    tsdb_head_card_entry *values_by_name;
+    size_t n_values_by_name;
+    /* memoryInBytesByLabelName: the byte lengths of a name's distinct values
+     * summed (Prometheus 2.42; later versions multiply by series) */
+    tsdb_head_card_entry *memory_by_name;
+    size_t n_memory_by_name;
+    /* seriesCountByLabelValuePair: series per "name=value" */
+    tsdb_head_card_entry *series_by_pair;
+    size_t n_series_by_pair;
+    void *mem; /* private: everything above lives here */
+} tsdb_head_card;
+
+/* Fills *ret (free it with tsdb_head_card_free): 0 or BASE_E_NOMEM.
+ * limit 0 gives the counts alone. Holds the index's read lock while it
+ * walks the postings (appenders creating series wait that long). */
+int tsdb_head_postings_stats(tsdb_head *h, size_t limit, tsdb_head_card *ret);
+void tsdb_head_card_free(tsdb_head_card *c);
+
 /* ---- maintenance and accounting ----------------------------------------- */
 
 typedef struct tsdb_head_stats {
@@ -187,8 +280,11 @@ typedef struct tsdb_head_stats {
     uint64_t samples;                             /* samples held, OOO ones included */
     uint64_t ooo_series, ooo_chunks, ooo_samples; /* series with an OOO store; its chunks, samples */
     uint64_t series_created, series_removed;
-    tsdb_append_result totals; /* every commit so far (replay excluded) */
-    uint64_t replay_rejected;  /* samples the replay did not apply */
+    tsdb_append_result totals;                /* every commit so far (replay excluded) */
+    uint64_t replay_rejected;                 /* samples the replay did not apply */
+    uint64_t replay_corrupt;                  /* checkpointed chunks entries found damaged, not installed */
+    uint64_t checkpoints;                     /* taken since open */
+    uint64_t checkpoint_bytes, checkpoint_ms; /* the last one's size and duration */
     /* bytes, as malloc sizes them */
     uint64_t bytes_series; /* series structs incl. open chunk streams */
     uint64_t bytes_chunks; /* closed chunk bytes and their lists */
@@ -214,7 +310,13 @@ int64_t tsdb_head_min_valid_time(tsdb_head *h);
 
 /* See GC above. ret_removed (may be NULL) gets the number of series. */
 int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed);
-/* See CHECKPOINT above. BASE_E_INVAL without a WAL. */
+/* See CHECKPOINT above. BASE_E_INVAL without a WAL. One at a time. */
 int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen);
+/* WAL bytes a replay would apply after the newest checkpoint (0 without
+ * a WAL): the segments replayed at open plus what was written since. */
+uint64_t tsdb_head_wal_bytes_since_checkpoint(tsdb_head *h);
+/* 1 when that has reached the checkpoint threshold (opts.checkpoint_bytes),
+ * else 0 (always 0 without a WAL). */
+int tsdb_head_checkpoint_due(tsdb_head *h);
 
 #endif

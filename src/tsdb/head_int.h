@@ -14,4 +14,14 @@ extern uint64_t tsdb__head_hash_mask;
  * compare the parallel replay with the sequential one. */
 extern int tsdb__head_replay_threads;
 
+/* When non-zero, overrides every head's checkpoint threshold (opts.
+ * checkpoint_bytes) in tsdb_head_checkpoint_due: tests and
+ * bench/tsdb_replay.c set it (the database has no option for it yet). */
+extern uint64_t tsdb__head_checkpoint_bytes;
+
+/* When non-zero, the chunk bytes past which a checkpoint splits one
+ * series into several chunks entries (default 32 MiB): tests set it low
+ * to exercise the split. */
+extern uint64_t tsdb__head_ckpt_entry_bytes;
+
 #endif

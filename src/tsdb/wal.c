@@ -143,6 +143,7 @@ struct tsdb_wal {
     int err;
     int64_t last_sync_ns;
     tsdb_wal_stats st;
+    uint64_t tail; /* stats.tail_bytes (under mu) */
 };
 
 static void seterr(char *err, size_t errlen, const char *what, const char *path, int e) {
@@ -254,6 +255,7 @@ static void lead(tsdb_wal *w) {
     int e = write_batch(w, &w->spare);
     pthread_mutex_lock(&w->mu);
     if (e && !w->err) w->err = e;
+    if (!e) w->tail += w->spare.len;
     w->done_batch = batch;
     w->flushing = 0;
     pthread_cond_broadcast(&w->cv);
@@ -290,7 +292,15 @@ int tsdb_wal_compressing(const tsdb_wal *w) {
 void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret) {
     pthread_mutex_lock(&w->mu);
     *ret = w->st;
+    ret->tail_bytes = w->tail;
     pthread_mutex_unlock(&w->mu);
+}
+
+uint64_t tsdb_wal_tail_bytes(tsdb_wal *w) {
+    pthread_mutex_lock(&w->mu);
+    uint64_t t = w->tail;
+    pthread_mutex_unlock(&w->mu);
+    return t;
 }
 
 /* Writes everything pending (mu held; returns with mu held, no leader). */
@@ -302,6 +312,13 @@ static int drain(tsdb_wal *w) {
             lead(w);
     }
     return w->err;
+}
+
+int tsdb_wal_flush(tsdb_wal *w) {
+    pthread_mutex_lock(&w->mu);
+    int e = w->o.read_only ? w->err : drain(w);
+    pthread_mutex_unlock(&w->mu);
+    return e;
 }
 
 int tsdb_wal_close(tsdb_wal *w) {
@@ -537,7 +554,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
         snprintf(path, sizeof path, "%s/checkpoint.%08" PRIu64 "/00000000", dir, s.ckpt);
         e = replay_file(path, 0, 1, fn, ctx, &rep);
     }
-    uint64_t last = s.has_ckpt ? s.ckpt : 1, prev = 0;
+    uint64_t last = s.has_ckpt ? s.ckpt : 1, prev = 0, tail_bytes = 0;
     int have_prev = 0;
     for (size_t i = 0; i < s.nsegs && !e; i++) {
         snprintf(path, sizeof path, "%s/%08" PRIu64, dir, s.segs[i]);
@@ -557,6 +574,8 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
             if (stat(p2, &sb) || sb.st_size > 0) tail = 0;
         }
         e = replay_file(path, tail && ro ? 2 : tail, 0, fn, ctx, &rep);
+        struct stat ssb;
+        if (!stat(path, &ssb)) tail_bytes += (uint64_t)ssb.st_size; /* after any truncation */
         rep.segments++;
         prev = last = s.segs[i];
         have_prev = 1;
@@ -575,6 +594,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     if (!w->o.segment_size) w->o.segment_size = TSDB_WAL_SEGMENT_SIZE;
     if (!w->o.sync_interval_ms) w->o.sync_interval_ms = 1000;
     w->fd = -1;
+    w->tail = tail_bytes;
     w->cur_batch = 1;
     w->last_sync_ns = mono_ns();
     pthread_mutex_init(&w->mu, NULL);
@@ -598,6 +618,8 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
 struct tsdb_wal_ckpt {
     tsdb_wal *w;
     uint64_t n;
+    uint64_t roll_tail; /* w->tail at the roll: what segments < n hold */
+    uint64_t bytes;     /* framed so far */
     int fd;
     int err;
     base_buf buf;
@@ -613,7 +635,7 @@ int tsdb_wal_ckpt_begin(tsdb_wal *w, tsdb_wal_ckpt **ret, char *err, size_t errl
         w->err = e;
         seterr(err, errlen, "roll", w->dir, errno);
     }
-    uint64_t n = w->seg;
+    uint64_t n = w->seg, roll_tail = w->tail;
     pthread_mutex_unlock(&w->mu);
     if (e) {
         free(c);
@@ -621,6 +643,7 @@ int tsdb_wal_ckpt_begin(tsdb_wal *w, tsdb_wal_ckpt **ret, char *err, size_t errl
     }
     c->w = w;
     c->n = n;
+    c->roll_tail = roll_tail;
     snprintf(c->tmp, sizeof c->tmp, "%s/checkpoint.%08" PRIu64 ".tmp", w->dir, n);
     snprintf(c->final, sizeof c->final, "%s/checkpoint.%08" PRIu64, w->dir, n);
     rm_tree(c->tmp);
@@ -637,10 +660,19 @@ int tsdb_wal_ckpt_begin(tsdb_wal *w, tsdb_wal_ckpt **ret, char *err, size_t errl
 }
 
 int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len) {
+    return tsdb_wal_ckpt_add_z(c, rec, len, c->w->o.compress);
+}
+
+uint64_t tsdb_wal_ckpt_bytes(const tsdb_wal_ckpt *c) {
+    return c->bytes;
+}
+
+int tsdb_wal_ckpt_add_z(tsdb_wal_ckpt *c, const void *rec, size_t len, int compress) {
     if (c->err) return c->err;
     size_t s = tsdb_wal_frame_begin(&c->buf);
     base_buf_append(&c->buf, rec, len);
-    int e = tsdb_wal_frame_end_z(&c->buf, s, c->w->o.compress);
+    int e = tsdb_wal_frame_end_z(&c->buf, s, compress);
+    if (!e) c->bytes += c->buf.len - s;
     if (!e && c->buf.len >= (1u << 20)) {
         e = write_all(c->fd, c->buf.data, c->buf.len);
         base_buf_reset(&c->buf);
@@ -672,6 +704,9 @@ int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen) {
         return BASE_E_IO;
     }
     fsync_dir(c->w->dir);
+    pthread_mutex_lock(&c->w->mu);
+    c->w->tail = c->w->tail > c->roll_tail ? c->w->tail - c->roll_tail : 0;
+    pthread_mutex_unlock(&c->w->mu);
     /* The checkpoint is in place: drop what it replaces. */
     scan s;
     if (!scan_dir(c->w->dir, &s, 0)) {

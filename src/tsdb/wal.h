@@ -115,6 +115,10 @@ typedef struct tsdb_wal_report {
 
 typedef struct tsdb_wal_stats {
     uint64_t records, bytes, batches, syncs, segment; /* segment: current */
+    /* Bytes a replay would read after the newest checkpoint: the segments
+     * replayed at open plus every batch written since, less what a
+     * committed checkpoint covers (what tsdb_head_checkpoint_due weighs). */
+    uint64_t tail_bytes;
 } tsdb_wal_stats;
 
 /* Called for every valid record in order. from_checkpoint: 1 while the
@@ -143,6 +147,8 @@ int tsdb_wal_frame_end(base_buf *out, size_t start);
 int tsdb_wal_frame_end_z(base_buf *out, size_t start, int compress);
 /* Whether w was opened with compression (writers pass it to frame_end_z). */
 int tsdb_wal_compressing(const tsdb_wal *w);
+/* stats.tail_bytes alone. */
+uint64_t tsdb_wal_tail_bytes(tsdb_wal *w);
 
 /* Copies frames (whole frames, made as above) into the pending batch.
  * Returns 0 and a ticket for tsdb_wal_wait, or the sticky error. */
@@ -151,6 +157,9 @@ int tsdb_wal_enqueue(tsdb_wal *w, const void *frames, size_t len, uint64_t *ret_
 int tsdb_wal_wait(tsdb_wal *w, uint64_t ticket);
 /* frame + enqueue + wait for one record. */
 int tsdb_wal_log(tsdb_wal *w, const void *rec, size_t len);
+/* Writes everything enqueued so far (as waiting on every ticket out would):
+ * 0 or the sticky error. */
+int tsdb_wal_flush(tsdb_wal *w);
 
 void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret);
 
@@ -163,6 +172,11 @@ void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret);
 typedef struct tsdb_wal_ckpt tsdb_wal_ckpt;
 int tsdb_wal_ckpt_begin(tsdb_wal *w, tsdb_wal_ckpt **ret, char *err, size_t errlen);
 int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len);
+/* Same, compressing the record only when compress != 0 (and it pays):
+ * records that do not compress (encoded chunks) skip the attempt. */
+int tsdb_wal_ckpt_add_z(tsdb_wal_ckpt *c, const void *rec, size_t len, int compress);
+/* Bytes framed into the checkpoint so far. */
+uint64_t tsdb_wal_ckpt_bytes(const tsdb_wal_ckpt *c);
 int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen);
 void tsdb_wal_ckpt_abort(tsdb_wal_ckpt *c);
 

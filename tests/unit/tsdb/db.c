@@ -535,6 +535,31 @@ static void test_background(void **st) {
     free(dir);
 }
 
+/* A caller may drop its label set right after adding it: a set allocated
+ * next at the same address is still a different series. */
+static void test_app_set_freed_after_add(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("db");
+    tsdb_db *db = dopen(dir, 0, 0);
+    fill(db, 0, STEP); /* the series exist: the appender finds them by hash */
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(tsdb_db_head(db), &a), 0);
+    for (int i = 0; i < NSER; i++) {
+        labels_set *ls = series(i);
+        assert_int_equal(tsdb_head_app_add(a, ls, STEP, value(i, STEP)), 0);
+        labels_unref(ls);
+    }
+    tsdb_append_result r;
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.appended, NSER);
+    assert_int_equal(r.duplicate + r.noop + r.out_of_order, 0);
+    tsdb_head_app_free(a);
+    assert_int_equal(check(db, INT64_MIN, INT64_MAX, 0, 2 * STEP), (size_t)NSER * 2);
+    assert_int_equal(tsdb_db_close(db), 0);
+    kelvin_rm_rf(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cut_and_restart),
@@ -546,6 +571,7 @@ int main(void) {
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_background),
+        cmocka_unit_test(test_app_set_freed_after_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,8 +8,9 @@
  * parallel WAL replay (several segments, a checkpoint, aliases from GC)
  * compared with the sequential one, exact round trips of adversarial
  * values and timestamps (open chunk, closed chunks, WAL, checkpoint), and
- * with KELVIN_TSDB_BENCH=1 the
- * measurements: appends/s, bytes per series, replay time. */
+ * the cardinality report (tsdb_head_postings_stats: the four top lists,
+ * ties, limits, after new series and GC), and with KELVIN_TSDB_BENCH=1
+ * the measurements: appends/s, bytes per series, replay time. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -312,7 +313,9 @@ static void test_restart_and_checkpoint(void **st) {
     assert_int_equal(tsdb_head_series_count(h), 26);
     size_t ns;
     assert_int_equal(sel(h, NULL, 0, INT64_MIN, INT64_MAX, &ns), 26);
-    assert_int_equal(ns, 26 * 101 + 2); /* 200..300 s, plus 301 and 302 s */
+    /* whole chunks (120 samples) that end at or after 200 s: 121..300 s,
+     * plus 301 and 302 s */
+    assert_int_equal(ns, 26 * 180 + 2);
     tsdb_head_stats hs;
     tsdb_head_stats_get(h, &hs);
     assert_int_equal(hs.replay_rejected, 0);
@@ -557,12 +560,26 @@ static uint64_t rt_value(int i) {
                       : 0x4044000000000000ull + (uint64_t)(i % 13) * 0x0000100000000000ull;
 }
 
-static void rt_check(tsdb_head *h, int upto, int64_t from) {
+/* Index of the first sample of the head chunk that holds sample i: the
+ * head cuts at 120 samples, or before a chunk would span > UINT32_MAX ms. */
+static int rt_chunk_start(int i) {
+    int start = 0, n = 0;
+    for (int k = 0; k <= i; k++) {
+        if (n >= 120 || (n && (uint64_t)rt_time(k) - (uint64_t)rt_time(start) > UINT32_MAX)) {
+            start = k;
+            n = 0;
+        }
+        n++;
+    }
+    return start;
+}
+
+/* The series holds samples from..upto-1 exactly. */
+static void rt_check(tsdb_head *h, int upto, int from) {
     tsdb_series_set *ss;
     assert_int_equal(tsdb_head_select(h, NULL, 0, INT64_MIN, INT64_MAX, &ss), 0);
     assert_int_equal(tsdb_series_set_next(ss), 1);
-    int i = 0;
-    while (i < upto && rt_time(i) < from && rt_time(i) != rt_time(upto - 1)) i++;
+    int i = from;
     int64_t t;
     double v;
     int r;
@@ -595,30 +612,127 @@ static void test_roundtrip(void **st) {
         tsdb_append_result r;
         assert_int_equal(tsdb_head_app_commit(a, &r), 0);
         assert_int_equal(r.appended, 1);
-        if (i == 3 || i == 50 || i == 130 || i == 400) rt_check(h, i + 1, INT64_MIN); /* open chunk */
+        if (i == 3 || i == 50 || i == 130 || i == 400) rt_check(h, i + 1, 0); /* open chunk */
         /* the same time again: noop with the same bits, else duplicate */
         assert_int_equal(tsdb_head_app_add(a, ls, rt_time(i), v), 0);
         assert_int_equal(tsdb_head_app_commit(a, &r), 0);
         assert_int_equal(r.noop, 1);
     }
-    rt_check(h, RT_N, INT64_MIN);
+    rt_check(h, RT_N, 0);
     tsdb_head_stats hs;
     tsdb_head_stats_get(h, &hs);
     assert_int_equal(hs.samples, RT_N);
     assert_true(hs.chunks >= 4);
     tsdb_head_close(h);
     h = hopen(dir);
-    rt_check(h, RT_N, INT64_MIN);
+    rt_check(h, RT_N, 0);
+    /* the checkpoint keeps whole chunks: from the start of the one that
+     * holds the cutoff */
     int64_t cutoff = rt_time(RT_N / 2);
     assert_int_equal(tsdb_head_checkpoint(h, cutoff, err, sizeof err), 0);
     tsdb_head_close(h);
     h = hopen(dir);
-    rt_check(h, RT_N, cutoff);
+    assert_true(rt_chunk_start(RT_N / 2) > 0);
+    rt_check(h, RT_N, rt_chunk_start(RT_N / 2));
     tsdb_head_app_free(a);
     labels_unref(ls);
     tsdb_head_close(h);
     kelvin_rm_rf(dir);
     free(dir);
+}
+
+/* ---- cardinality (/api/v1/status/tsdb) --------------------------------- */
+
+static void card_is(const tsdb_head_card_entry *e, size_t n, const char *const *names, const uint64_t *counts,
+                    size_t want) {
+    assert_int_equal(n, want);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(e[i].name.p, names[i]) || e[i].count != counts[i])
+            fprintf(stderr, "entry %zu: %s %llu, want %s %llu\n", i, e[i].name.p,
+                    (unsigned long long)e[i].count, names[i], (unsigned long long)counts[i]);
+        assert_string_equal(e[i].name.p, names[i]);
+        assert_int_equal(e[i].name.n, strlen(names[i]));
+        assert_int_equal(e[i].count, counts[i]);
+    }
+}
+
+static void test_postings_stats(void **st) {
+    (void)st;
+    tsdb_head_opts o = {0};
+    tsdb_head *h;
+    char err[256];
+    assert_int_equal(tsdb_head_open(&o, &h, NULL, err, sizeof err), 0);
+    tsdb_head_card c;
+    assert_int_equal(tsdb_head_postings_stats(h, 10, &c), 0); /* empty head */
+    assert_int_equal(c.num_series + c.num_label_pairs + c.n_series_by_metric + c.n_values_by_name +
+                         c.n_memory_by_name + c.n_series_by_pair,
+                     0);
+    tsdb_head_card_free(&c);
+    /* temp/power/util x dcgm/node x gpu 0..3, and up{job=dcgm|node} */
+    fill(h);
+    assert_int_equal(tsdb_head_postings_stats(h, 10, &c), 0);
+    assert_int_equal(c.num_series, 26);
+    assert_int_equal(c.num_label_pairs, 4 + 4 + 2);
+    card_is(c.series_by_metric, c.n_series_by_metric, (const char *[]){"power", "temp", "util", "up"},
+            (const uint64_t[]){8, 8, 8, 2}, 4);
+    card_is(c.values_by_name, c.n_values_by_name, (const char *[]){"__name__", "gpu", "job"},
+            (const uint64_t[]){4, 4, 2}, 3);
+    /* value bytes: temp+power+util+up = 15, dcgm+node = 8, 0..3 = 4 */
+    card_is(c.memory_by_name, c.n_memory_by_name, (const char *[]){"__name__", "job", "gpu"},
+            (const uint64_t[]){15, 8, 4}, 3);
+    card_is(c.series_by_pair, c.n_series_by_pair,
+            (const char *[]){"job=dcgm", "job=node", "__name__=power", "__name__=temp", "__name__=util",
+                             "gpu=0", "gpu=1", "gpu=2", "gpu=3", "__name__=up"},
+            (const uint64_t[]){13, 13, 8, 8, 8, 6, 6, 6, 6, 2}, 10);
+    tsdb_head_card_free(&c);
+    assert_null(c.mem);
+    /* the limit cuts ties by name */
+    assert_int_equal(tsdb_head_postings_stats(h, 4, &c), 0);
+    card_is(c.series_by_pair, c.n_series_by_pair,
+            (const char *[]){"job=dcgm", "job=node", "__name__=power", "__name__=temp"},
+            (const uint64_t[]){13, 13, 8, 8}, 4);
+    card_is(c.series_by_metric, c.n_series_by_metric, (const char *[]){"power", "temp", "util", "up"},
+            (const uint64_t[]){8, 8, 8, 2}, 4);
+    tsdb_head_card_free(&c);
+    assert_int_equal(tsdb_head_postings_stats(h, 1, &c), 0);
+    card_is(c.values_by_name, c.n_values_by_name, (const char *[]){"__name__"}, (const uint64_t[]){4}, 1);
+    card_is(c.series_by_metric, c.n_series_by_metric, (const char *[]){"power"}, (const uint64_t[]){8}, 1);
+    tsdb_head_card_free(&c);
+    assert_int_equal(tsdb_head_postings_stats(h, 0, &c), 0);
+    assert_int_equal(c.num_label_pairs, 10);
+    assert_int_equal(c.n_series_by_metric + c.n_values_by_name + c.n_memory_by_name + c.n_series_by_pair, 0);
+    tsdb_head_card_free(&c);
+    /* a new series with a long value and a new name; GC takes series away */
+    tsdb_head_app *a;
+    labels_set *ls;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    assert_int_equal(
+        labels_from_cstrs(&ls, "__name__", "up", "job", "dcgm", "zone", "a-very-long-zone-name", NULL), 0);
+    assert_int_equal(tsdb_head_app_add(a, ls, 400000, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, NULL), 0);
+    labels_unref(ls);
+    tsdb_head_app_free(a);
+    assert_int_equal(tsdb_head_postings_stats(h, 3, &c), 0);
+    assert_int_equal(c.num_series, 27);
+    assert_int_equal(c.num_label_pairs, 11);
+    card_is(c.memory_by_name, c.n_memory_by_name, (const char *[]){"zone", "__name__", "job"},
+            (const uint64_t[]){21, 15, 8}, 3);
+    card_is(c.series_by_metric, c.n_series_by_metric, (const char *[]){"power", "temp", "util"},
+            (const uint64_t[]){8, 8, 8}, 3);
+    tsdb_head_card_free(&c);
+    uint64_t removed;
+    assert_int_equal(tsdb_head_gc(h, 350000, &removed), 0); /* only the new series has samples from 350 s */
+    assert_int_equal(removed, 26);
+    assert_int_equal(tsdb_head_postings_stats(h, 10, &c), 0);
+    assert_int_equal(c.num_series, 1);
+    assert_int_equal(c.num_label_pairs, 3);
+    card_is(c.series_by_metric, c.n_series_by_metric, (const char *[]){"up"}, (const uint64_t[]){1}, 1);
+    card_is(c.series_by_pair, c.n_series_by_pair,
+            (const char *[]){"__name__=up", "job=dcgm", "zone=a-very-long-zone-name"},
+            (const uint64_t[]){1, 1, 1}, 3);
+    tsdb_head_card_free(&c);
+    tsdb_head_card_free(NULL);
+    tsdb_head_close(h);
 }
 
 /* ---- measurements (KELVIN_TSDB_BENCH=1) --------------------------------- */
@@ -718,7 +832,8 @@ int main(void) {
         cmocka_unit_test(test_select),      cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_collisions),  cmocka_unit_test(test_restart_and_checkpoint),
         cmocka_unit_test(test_concurrency), cmocka_unit_test(test_parallel_replay),
-        cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_postings_stats),
+        cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
