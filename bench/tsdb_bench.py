@@ -38,6 +38,10 @@ a node_exporter-like host set), 15 s interval.
    VM: vm_cache_entries{type="storage/hour_metric_ids"}, the series seen this
    hour; Kelvin: its head's series count). Kelvin's per-module accounting
    (tsdb_head_stats) is printed too.
+4. WAL replay after kill -9 (bench_tsdb_replay, see its header):
+   TSDB_BENCH_REPLAY_SERIES (1,000,000) series x 2 h at 15 s written through
+   the database with its size-triggered checkpoints, then the reopen timed
+   (goal <= 10 s at 1M series). The write phase takes ~11 minutes here.
 3. Appends per second on one core: bench_tsdb_ingest's append mode replays
    the file of part 1 (parsed into memory first) into a head with the WAL on
    (snappy on, as Prometheus's default), one appender thread, one commit per
@@ -45,8 +49,8 @@ a node_exporter-like host set), 15 s interval.
 
 Goals (issue #3): bytes/sample <= 0.7 x VictoriaMetrics; memory per series
 <= 0.5 x VictoriaMetrics; >= 5 million appends/s.
-BENCH_ONLY: "" or "tsdb" runs all three; tsdb-disk, tsdb-mem, tsdb-append
-run one; anything else (host, soak) runs nothing here. Knobs (env):
+BENCH_ONLY: "" or "tsdb" runs all four; tsdb-disk, tsdb-mem, tsdb-append,
+tsdb-replay run one; anything else (host, soak) runs nothing here. Knobs (env):
 TSDB_BENCH_NODES (2), TSDB_BENCH_HOURS (24), TSDB_BENCH_SCRAPE_NODES (57:
 ~100k series), TSDB_BENCH_SCRAPES (30), TSDB_BENCH_SCRAPE_INTERVAL (5),
 TSDB_BENCH_APPEND_SAMPLES (0 = the whole file), TSDB_BENCH_PER_LINK (1; 0
@@ -75,6 +79,7 @@ BUILD = os.environ.get("KELVIN_BUILD_DIR", os.path.dirname(os.path.abspath(KELVI
 PEERS = os.environ.get("KELVIN_PEERS", "build/peers")
 GEN = os.path.join(BUILD, "bench_tsdb_gen")
 INGEST = os.path.join(BUILD, "bench_tsdb_ingest")
+REPLAY = os.path.join(BUILD, "bench_tsdb_replay")
 PROMETHEUS = os.path.join(PEERS, "bin", "prometheus")
 PROMTOOL = os.path.join(PEERS, "bin", "promtool")
 VM = os.path.join(PEERS, "bin", "victoria-metrics")
@@ -84,6 +89,7 @@ HOURS = float(os.environ.get("TSDB_BENCH_HOURS", "24"))
 SCRAPES = int(os.environ.get("TSDB_BENCH_SCRAPES", "30"))
 SCRAPE_INTERVAL = float(os.environ.get("TSDB_BENCH_SCRAPE_INTERVAL", "5"))
 APPEND_SAMPLES = int(os.environ.get("TSDB_BENCH_APPEND_SAMPLES", "0"))
+REPLAY_SERIES = int(os.environ.get("TSDB_BENCH_REPLAY_SERIES", "1000000"))
 PER_LINK = os.environ.get("TSDB_BENCH_PER_LINK", "1")  # 0: no per-NVLink-link series (~104 a GPU, not ~158)
 # ~100k active series by default: 1,767 series a node (1,335 without the per-link ones)
 SCRAPE_NODES = int(os.environ.get("TSDB_BENCH_SCRAPE_NODES", "0")) or -(-100000 // (1767 if PER_LINK != "0" else 1335))
@@ -580,6 +586,27 @@ def append_speed(tmp, res):
     res["append"] = (per_s, per_cpu)
 
 
+# ---- 4. WAL replay after kill -9 --------------------------------------------------------------------------
+
+
+def replay_time(tmp, res):
+    """bench_tsdb_replay writes REPLAY_SERIES x 480 samples (2 h at 15 s) through the database, with the
+    maintenance round taking its size-triggered checkpoints as the server would, abandons the process
+    state as kill -9 does (closing writes nothing replay uses), and times the reopen."""
+    d = os.path.join(tmp, "replay")
+    out, _, _ = run([REPLAY, "-n", str(REPLAY_SERIES), "-s", "480", "-d", d], 3600, "bench_tsdb_replay")
+    for line in out.splitlines():
+        log("  " + line)
+    m = re.search(r"replayed in ([0-9.]+) s \(([0-9.]+) CPU s\)", out)
+    if not m or "WRONG" in out:
+        raise BenchError(f"bench_tsdb_replay: unexpected output: {out!r}")
+    secs = float(m.group(1))
+    log(f"  replay of {fmt_int(REPLAY_SERIES)} series x 2 h: {secs:.2f} s   goal <= 10 s (1M series) -> "
+        f"{'met' if secs <= 10 else 'NOT met'}")
+    shutil.rmtree(d, ignore_errors=True)
+    res["replay"] = (secs, float(m.group(2)))
+
+
 def summary(res):
     log("")
     log("storage summary")
@@ -597,6 +624,10 @@ def summary(res):
             f"{k / v:.3f} | {k / p:.3f} | <= 0.5 x VM: {'met' if k <= 0.5 * v else 'NOT met'} |")
         parts = ", ".join(f"{k2[6:]} {val / ks:.0f}" for k2, val in acct.items())
         log(f"| kelvin head accounting per series | {parts} B | | | | | |")
+    if "replay" in res:
+        secs, cpu = res["replay"]
+        log(f"| WAL replay after kill -9, {fmt_int(REPLAY_SERIES)} series x 2 h | {secs:.2f} s ({cpu:.2f} CPU s) "
+            f"| | | | | <= 10 s: {'met' if secs <= 10 else 'NOT met'} |")
     if "append" in res:
         w, c = res["append"]
         log(f"| appends/s, one appender thread, WAL on | {w / 1e6:.2f} M/s wall, {c / 1e6:.2f} M per CPU-s "
@@ -605,11 +636,12 @@ def summary(res):
 
 def main():
     only = os.environ.get("BENCH_ONLY", "")
-    parts = {"": ("disk", "mem", "append"), "tsdb": ("disk", "mem", "append"), "tsdb-disk": ("disk",),
-             "tsdb-mem": ("mem",), "tsdb-append": ("append",)}.get(only)
+    every = ("disk", "mem", "append", "replay")
+    parts = {"": every, "tsdb": every, "tsdb-disk": ("disk",), "tsdb-mem": ("mem",), "tsdb-append": ("append",),
+             "tsdb-replay": ("replay",)}.get(only)
     if not parts:
         return 0
-    for b in (GEN, INGEST, PROMETHEUS, PROMTOOL, VM):
+    for b in (GEN, INGEST, REPLAY, PROMETHEUS, PROMTOOL, VM):
         if not os.access(b, os.X_OK):
             raise SystemExit(f"tsdb bench: {b} missing (build the bench_* targets; run scripts/peers)")
     log(f"kelvin storage benchmark ({time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} CPUs)")
@@ -626,6 +658,8 @@ def main():
             os.unlink(res["files"])
         if "mem" in parts:
             memory_per_series(tmp, res)
+        if "replay" in parts:
+            replay_time(tmp, res)
     except BenchError as e:
         print(f"tsdb bench: {e}", file=sys.stderr, flush=True)
         rc = 1
