@@ -31,6 +31,7 @@
 #include "tsdb/block_int.h"
 #include "tsdb/chunk.h"
 #include "tsdb/chunk_int.h"
+#include "tsdb/merge_int.h"
 #include "tsdb/wal.h"
 
 #define MAX_SEGMENTS 100000u
@@ -625,24 +626,6 @@ int tsdb_block_set_sample(tsdb_block_set *s, int64_t *ret_t, double *ret_v) {
 
 /* ---- label listings ------------------------------------------------------- */
 
-static int strs_make(base_str *v, size_t n, tsdb_strs **ret) {
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) bytes += v[i].n + 1;
-    tsdb_strs *s = malloc(sizeof *s + n * sizeof(base_str) + bytes);
-    if (!s) return BASE_E_NOMEM;
-    s->n = n;
-    s->v = (base_str *)(s + 1);
-    char *p = (char *)(s->v + n);
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].n) memcpy(p, v[i].p, v[i].n);
-        p[v[i].n] = '\0';
-        s->v[i] = (base_str){p, v[i].n};
-        p += v[i].n + 1;
-    }
-    *ret = s;
-    return 0;
-}
-
 /* Symbols (names when want_name, else values of name sym nm) of the
  * matching series; seen[] marks symbol refs. Output in symbol order, which
  * is sorted. */
@@ -657,7 +640,7 @@ static int list_syms(tsdb_block *b, int want_name, base_str name, labels_matcher
     uint32_t nm = 0;
     int have = want_name || sym_find(b, name, &nm);
     if (!have) {
-        e = strs_make(v, 0, ret);
+        e = tsdb__strs_make(v, 0, ret);
         goto out;
     }
     if (n == 0) {
@@ -683,7 +666,7 @@ static int list_syms(tsdb_block *b, int want_name, base_str name, labels_matcher
     size_t k = 0;
     for (size_t i = 0; i < b->nsyms; i++)
         if (seen[i]) v[k++] = b->syms[i];
-    e = strs_make(v, k, ret);
+    e = tsdb__strs_make(v, k, ret);
 out:
     free(seen);
     free(v);

@@ -32,6 +32,7 @@
 
 #include "base/err.h"
 #include "base/time.h"
+#include "tsdb/block_int.h"
 #include "tsdb/merge_int.h"
 
 #define DAY_MS            (24LL * 3600 * 1000)
@@ -81,28 +82,19 @@ size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap) {
     return TSDB_DB_NFLAGS;
 }
 
-static int errf(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int errf(char *err, size_t errlen, int code, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, size_t errlen) {
     tsdb_db_opts_default(o);
-    if (!v->path || !v->path[0]) return errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.path is empty");
+    if (!v->path || !v->path[0])
+        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.path is empty");
     if (v->retention_ms < 0 || v->retention_bytes < 0 || v->ooo_window_ms < 0 || v->max_block_ms < 0)
-        return errf(err, errlen, BASE_E_INVAL, "storage flags must not be negative");
+        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "storage flags must not be negative");
     if (v->min_block_ms < 60000)
-        return errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.min-block-duration must be at least 1m");
+        return tsdb__block_errf(err, errlen, BASE_E_INVAL,
+                                "--storage.tsdb.min-block-duration must be at least 1m");
     if (v->max_block_ms && v->max_block_ms < v->min_block_ms)
-        return errf(err, errlen, BASE_E_INVAL,
-                    "--storage.tsdb.max-block-duration must not be below --storage.tsdb.min-block-duration");
+        return tsdb__block_errf(
+            err, errlen, BASE_E_INVAL,
+            "--storage.tsdb.max-block-duration must not be below --storage.tsdb.min-block-duration");
     o->path = v->path;
     o->retention_ms = v->retention_ms;
     o->retention_bytes = v->retention_bytes;
@@ -117,8 +109,9 @@ int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, s
     } else {
         int64_t ms;
         if (base_parse_duration_ms(v->wal_sync, &ms) || ms <= 0 || ms > UINT32_MAX)
-            return errf(err, errlen, BASE_E_INVAL,
-                        "--storage.tsdb.wal-sync: want none, batch or a duration, got \"%s\"", v->wal_sync);
+            return tsdb__block_errf(err, errlen, BASE_E_INVAL,
+                                    "--storage.tsdb.wal-sync: want none, batch or a duration, got \"%s\"",
+                                    v->wal_sync);
         o->wal.sync = TSDB_WAL_SYNC_INTERVAL;
         o->wal.sync_interval_ms = (uint32_t)ms;
     }
@@ -314,7 +307,7 @@ static int sources_within(const tsdb_block_meta *a, const tsdb_block_meta *b) {
 
 static int open_blocks(tsdb_db *db, tsdb_db_report *rep, char *err, size_t errlen) {
     DIR *d = opendir(db->path);
-    if (!d) return errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
+    if (!d) return tsdb__block_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
     struct dirent *de;
     int e = 0;
     char msg[512];
@@ -355,7 +348,7 @@ static int open_blocks(tsdb_db *db, tsdb_db_report *rep, char *err, size_t errle
         free(p);
     }
     closedir(d);
-    if (e) return errf(err, errlen, e, "%s: opening blocks: %s", db->path, base_strerror(e));
+    if (e) return tsdb__block_errf(err, errlen, e, "%s: opening blocks: %s", db->path, base_strerror(e));
     /* a compaction that finished but did not get to delete its inputs */
     for (size_t i = 0; i < db->nblocks && !db->o.read_only;) {
         const tsdb_block_meta *a = tsdb_block_get_meta(db->blocks[i]->b);
@@ -409,8 +402,10 @@ static int newest_block_maxt(tsdb_db *db, int64_t *ret) {
 int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, char *err, size_t errlen) {
     tsdb_db_report rep;
     memset(&rep, 0, sizeof rep);
-    if (!o || !o->path || !o->path[0]) return errf(err, errlen, BASE_E_INVAL, "no data directory");
-    if (o->min_block_ms <= 0) return errf(err, errlen, BASE_E_INVAL, "min block duration must be positive");
+    if (!o || !o->path || !o->path[0])
+        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "no data directory");
+    if (o->min_block_ms <= 0)
+        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "min block duration must be positive");
     tsdb_db *db = calloc(1, sizeof *db);
     if (!db) return BASE_E_NOMEM;
     db->o = *o;
@@ -440,7 +435,7 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
         db->ranges[db->nranges++] = r;
     if (!o->read_only) {
         if (mkdir(db->path, 0755) && errno != EEXIST) {
-            e = errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
+            e = tsdb__block_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
             goto fail;
         }
         if ((e = tsdb_dir_lock_take(db->path, &db->lock, err, errlen))) goto fail;
@@ -456,12 +451,12 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
     if (rep.wal.first_error[0]) rep_error(&rep, rep.wal.first_error);
     int64_t bmax = 0;
     if (newest_block_maxt(db, &bmax) && (e = tsdb_head_gc(db->head, bmax, NULL))) {
-        errf(err, errlen, e, "dropping head data the blocks already hold: %s", base_strerror(e));
+        tsdb__block_errf(err, errlen, e, "dropping head data the blocks already hold: %s", base_strerror(e));
         goto fail;
     }
     if (!o->read_only && o->maintain_interval_ms >= 0) {
         if (pthread_create(&db->th, NULL, maint_thread, db)) {
-            e = errf(err, errlen, BASE_E_NOMEM, "cannot start the maintenance thread");
+            e = tsdb__block_errf(err, errlen, BASE_E_NOMEM, "cannot start the maintenance thread");
             goto fail;
         }
         db->th_started = 1;
@@ -543,7 +538,7 @@ static int cut_head(tsdb_db *db, char *err, size_t errlen) {
         pthread_mutex_unlock(&db->rd_mu);
         wait_readers(db, gen);
         if ((e = tsdb_head_gc(db->head, b, NULL)))
-            return errf(err, errlen, e, "head GC: %s", base_strerror(e));
+            return tsdb__block_errf(err, errlen, e, "head GC: %s", base_strerror(e));
         if ((e = tsdb_head_checkpoint(db->head, b, err, errlen))) return e;
         count(db, &db->head_cuts, 1);
     }
@@ -707,7 +702,7 @@ static int checkpoint_if_due(tsdb_db *db, char *err, size_t errlen) {
 }
 
 int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen) {
-    if (db->o.read_only) return errf(err, errlen, BASE_E_INVAL, "database opened read-only");
+    if (db->o.read_only) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
     char msg[512] = "";
     pthread_mutex_lock(&db->maint_mu);
     int e = cut_head(db, msg, sizeof msg), first = e;
@@ -723,7 +718,7 @@ int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen) {
     if (first) {
         count(db, &db->maintain_failed, 1);
         pthread_mutex_lock(&db->st_mu);
-        errf(err, errlen, first, "%s", db->last_error);
+        tsdb__block_errf(err, errlen, first, "%s", db->last_error);
         pthread_mutex_unlock(&db->st_mu);
     }
     return first;
@@ -856,46 +851,17 @@ int tsdb_db_set_sample(tsdb_db_set *s, int64_t *ret_t, double *ret_v) {
 
 /* ---- label listings ----------------------------------------------------- */
 
-static int str_cmp(base_str a, base_str b) {
-    size_t n = a.n < b.n ? a.n : b.n;
-    int c = n ? memcmp(a.p, b.p, n) : 0;
-    return c ? c : (a.n < b.n ? -1 : a.n > b.n);
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return str_cmp(*(const base_str *)a, *(const base_str *)b);
-}
-
 /* The union of sorted lists, as one allocation. */
 static int strs_union(tsdb_strs *const *lists, size_t n, tsdb_strs **ret) {
-    size_t total = 0, bytes = 0;
+    size_t total = 0, k = 0;
     for (size_t i = 0; i < n; i++) total += lists[i] ? lists[i]->n : 0;
     base_str *v = malloc((total ? total : 1) * sizeof *v);
     if (!v) return BASE_E_NOMEM;
-    size_t k = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; lists[i] && j < lists[i]->n; j++) v[k++] = lists[i]->v[j];
-    qsort(v, k, sizeof *v, cmp_str);
-    size_t u = 0;
-    for (size_t i = 0; i < k; i++)
-        if (!u || str_cmp(v[i], v[u - 1])) v[u++] = v[i];
-    for (size_t i = 0; i < u; i++) bytes += v[i].n;
-    tsdb_strs *s = malloc(sizeof *s + u * sizeof(base_str) + bytes + 1);
-    if (!s) {
-        free(v);
-        return BASE_E_NOMEM;
-    }
-    s->n = u;
-    s->v = (base_str *)(s + 1);
-    char *p = (char *)(s->v + u);
-    for (size_t i = 0; i < u; i++) {
-        if (v[i].n) memcpy(p, v[i].p, v[i].n);
-        s->v[i] = (base_str){p, v[i].n};
-        p += v[i].n;
-    }
+    int e = tsdb__strs_make(v, k, ret);
     free(v);
-    *ret = s;
-    return 0;
+    return e;
 }
 
 static int labels_list(tsdb_db *db, const base_str *name, labels_matcher *const *ms, size_t n, int64_t mint,

@@ -37,6 +37,7 @@
 #include "tsdb/chunk.h"
 #include "tsdb/chunk_int.h"
 #include "tsdb/head_int.h"
+#include "tsdb/merge_int.h"
 #include "tsdb/record.h"
 
 uint64_t tsdb__head_hash_mask = ~(uint64_t)0;
@@ -2478,37 +2479,6 @@ void tsdb_series_set_free(tsdb_series_set *ss) {
 
 /* ---- label names and values --------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b) {
-    const base_str *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = n ? memcmp(x->p, y->p, n) : 0;
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
-/* Sorts, dedupes and copies views into one allocation. */
-static int strs_make(base_str *v, size_t n, tsdb_strs **ret) {
-    if (n > 1) qsort(v, n, sizeof *v, cmp_str);
-    size_t k = 0, bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        if (k == 0 || !base_str_eq(v[i], v[k - 1])) {
-            v[k++] = v[i];
-            bytes += v[i].n + 1;
-        }
-    tsdb_strs *s = malloc(sizeof *s + k * sizeof(base_str) + bytes);
-    if (!s) return BASE_E_NOMEM;
-    s->n = k;
-    s->v = (base_str *)(s + 1);
-    char *p = (char *)(s->v + k);
-    for (size_t i = 0; i < k; i++) {
-        memcpy(p, v[i].p, v[i].n);
-        p[v[i].n] = '\0';
-        s->v[i] = (base_str){p, v[i].n};
-        p += v[i].n + 1;
-    }
-    *ret = s;
-    return 0;
-}
-
 void tsdb_strs_free(tsdb_strs *s) {
     free(s);
 }
@@ -2539,7 +2509,7 @@ static int labels_list(tsdb_head *h, const base_str *name, labels_matcher *const
                 if (!name) break; /* one live value is enough for a name */
             }
         }
-        if (!e) e = strs_make(v, nv, ret);
+        if (!e) e = tsdb__strs_make(v, nv, ret);
         pthread_rwlock_unlock(&h->idx_lock);
         free(v);
         return e;
@@ -2557,7 +2527,7 @@ static int labels_list(tsdb_head *h, const base_str *name, labels_matcher *const
             v[nv++] = name ? val : nm;
         }
     }
-    if (!e) e = strs_make(v, nv, ret);
+    if (!e) e = tsdb__strs_make(v, nv, ret);
     for (size_t i = 0; i < ns; i++) series_put(ss[i]);
     free(ss);
     free(v);

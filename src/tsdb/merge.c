@@ -6,6 +6,7 @@
  * are few (one per block plus the head), so the minimum is a linear scan.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 #include "tsdb/block.h"
@@ -121,3 +122,33 @@ static int head_sample(void *it, int64_t *t, double *v) {
     return tsdb_series_set_sample(it, t, v);
 }
 const tsdb__merge_ops tsdb__merge_head_ops = {head_next, head_labels, head_sample};
+
+static int cmp_str(const void *a, const void *b) {
+    base_str x = *(const base_str *)a, y = *(const base_str *)b;
+    size_t n = x.n < y.n ? x.n : y.n;
+    int c = n ? memcmp(x.p, y.p, n) : 0;
+    return c ? c : (x.n > y.n) - (x.n < y.n);
+}
+
+int tsdb__strs_make(base_str *v, size_t n, tsdb_strs **ret) {
+    if (n > 1) qsort(v, n, sizeof *v, cmp_str);
+    size_t k = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || !base_str_eq(v[i], v[k - 1])) {
+            v[k++] = v[i];
+            bytes += v[i].n + 1;
+        }
+    tsdb_strs *s = malloc(sizeof *s + k * sizeof(base_str) + bytes);
+    if (!s) return BASE_E_NOMEM;
+    s->n = k;
+    s->v = (base_str *)(s + 1);
+    char *p = (char *)(s->v + k);
+    for (size_t i = 0; i < k; i++) {
+        if (v[i].n) memcpy(p, v[i].p, v[i].n);
+        p[v[i].n] = '\0';
+        s->v[i] = (base_str){p, v[i].n};
+        p += v[i].n + 1;
+    }
+    *ret = s;
+    return 0;
+}

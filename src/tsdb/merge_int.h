@@ -2,6 +2,8 @@
  * what compaction (blocks into one block) and the database's select (head
  * and blocks into one answer) have in common.
  *
+ * Also the listings' common end: a sorted, duplicate-free string list.
+ *
  * A source is any iterator over series sorted by labels (labels_cmp
  * ascending, no duplicates within one source), each series with strictly
  * ascending timestamps: a head series set, a block series set, ... The
@@ -20,6 +22,7 @@
 #include <stdint.h>
 
 #include "labels/labels.h"
+#include "tsdb/head.h"
 
 typedef struct tsdb__merge_ops {
     /* 1 and the next series, 0 at the end, <0 on error. */
@@ -63,6 +66,11 @@ void tsdb__merge_free(tsdb__merge *m);
 /* Adapters for the tsdb_series_src callbacks of block.h (ctx: a merge). */
 int tsdb__merge_src_next(void *ctx, const labels_set **ret_ls);
 int tsdb__merge_src_sample(void *ctx, int64_t *ret_t, double *ret_v);
+
+/* A tsdb_strs (one allocation) of v's strings sorted bytewise without
+ * duplicates; v is reordered. What every label listing ends with. 0 or
+ * BASE_E_NOMEM. */
+int tsdb__strs_make(base_str *v, size_t n, tsdb_strs **ret);
 
 /* Ops for a block series set and a head series set. */
 extern const tsdb__merge_ops tsdb__merge_block_ops;
