@@ -42,10 +42,11 @@
  * one, a checkpoint at the head's lower bound (nothing dropped) bounds what
  * a restart replays sample by sample.
  *
- * MAINTENANCE (cutting, checkpoints, compaction, retention) runs on one background thread: every
- * maintain_interval_ms (default 1 min) and when tsdb_db_kick asks. tsdb_db_maintain runs one round
- * synchronously (tests, tools). Failures are counted and the last message kept (tsdb_db_stats); the database
- * keeps serving.
+ * MAINTENANCE (cutting, checkpoints, compaction, retention) runs on one
+ * background thread: every maintain_interval_ms (default 1 min) and when
+ * tsdb_db_kick asks. tsdb_db_maintain runs one round synchronously (tests,
+ * tools). Failures are counted and the last message kept (tsdb_db_stats);
+ * the database keeps serving.
  *
  * READS. tsdb_db_select merges the head and every block overlapping the
  * range into one series set sorted by labels; a series in several places
