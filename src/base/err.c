@@ -1,5 +1,9 @@
-/* err.c -- names and messages for the BASE_E_* table in err.h. */
+/* err.c -- names and messages for the BASE_E_* table in err.h, and the
+ * error-buffer formatter every module uses. */
 #include "base/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *base_strerror(int code) {
     switch (code) {
@@ -19,4 +23,14 @@ const char *base_errname(int code) {
 #undef BASE__ERR_NAME
     default: return code >= 0 ? "OK" : "UNKNOWN";
     }
+}
+
+int base_errf(char *err, size_t errlen, int code, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

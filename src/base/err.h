@@ -9,6 +9,8 @@
 #ifndef KELVIN_BASE_ERR_H
 #define KELVIN_BASE_ERR_H
 
+#include <stddef.h>
+
 #define BASE_ERRNO_MAP(X)                                                                                    \
     X(NOMEM, -1, "out of memory")                                                                            \
     X(INVAL, -2, "invalid argument")                                                                         \
@@ -34,5 +36,8 @@ enum {
 const char *base_strerror(int code);
 /* The short name ("NOMEM") for a BASE_E_* code. */
 const char *base_errname(int code);
+/* Formats the detail into a caller's error buffer (when err && errlen) and
+ * returns code: `return base_errf(err, errlen, BASE_E_IO, "%s: ...", p);`. */
+int base_errf(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -1,16 +1,12 @@
 /* tools_int.h -- helpers shared by the files of src/tools (module-internal): Go's
  * formatting of durations, times and byte sizes as promtool prints them,
- * a text/tabwriter-compatible table, and the error-message helper. */
+ * and a text/tabwriter-compatible table. */
 #ifndef KELVIN_TOOLS_TOOLS_INT_H
 #define KELVIN_TOOLS_TOOLS_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-
-/* Formats into err (when err && errlen) and returns code. */
-int tools__errf(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Go's time.Duration(ns).String(): "1h59m0.001s", "1ms", "0s". out >= 40. */
 size_t tools__go_duration(char *out, int64_t ns);

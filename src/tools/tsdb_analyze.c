@@ -301,14 +301,14 @@ int tools_tsdb_analyze(tsdb_block *b, size_t limit, int extended, FILE *out, cha
         }
     }
     if (bad_chunks) {
-        e = tools__errf(err, errlen, BASE_E_PARSE, "block %s: %llu series have a damaged chunk", id,
-                        (unsigned long long)bad_chunks);
+        e = base_errf(err, errlen, BASE_E_PARSE, "block %s: %llu series have a damaged chunk", id,
+                      (unsigned long long)bad_chunks);
         goto out;
     }
-    if (fflush(out) != 0) e = tools__errf(err, errlen, BASE_E_IO, "write error");
+    if (fflush(out) != 0) e = base_errf(err, errlen, BASE_E_IO, "write error");
     goto out;
 fail:
-    tools__errf(err, errlen, e, "analyze block %s: %s", id, base_strerror(e));
+    base_errf(err, errlen, e, "analyze block %s: %s", id, base_strerror(e));
 out:
     free(iv);
     tsdb_block_set_free(set);

@@ -150,9 +150,9 @@ static void parser_init(expo_parser *p, const char *buf, size_t len) {
 }
 
 static int parse_failed(expo_parser *p, int e, const char *what, char *err, size_t errlen) {
-    if (e == BASE_E_NOMEM) return tools__errf(err, errlen, e, "%s: out of memory", what);
-    return tools__errf(err, errlen, e, "%s: next: %s (line %zu, column %zu)", what, expo_parser_error(p),
-                       expo_parser_error_line(p), expo_parser_error_col(p));
+    if (e == BASE_E_NOMEM) return base_errf(err, errlen, e, "%s: out of memory", what);
+    return base_errf(err, errlen, e, "%s: next: %s (line %zu, column %zu)", what, expo_parser_error(p),
+                     expo_parser_error_line(p), expo_parser_error_col(p));
 }
 
 /* Returns the sorted non-empty ranges in *ret (caller frees). */
@@ -167,21 +167,20 @@ static int scan(const char *buf, size_t len, int64_t d, rcount **ret, size_t *re
         if (e != EXPO_ENTRY_SERIES) continue;
         base_str s = expo_parser_series(&p);
         if (!expo_parser_has_ts(&p)) {
-            e = tools__errf(
-                err, errlen, BASE_E_PARSE,
-                "getting min and max timestamp: expected timestamp for series got none (line %zu: "
-                "%.*s)",
-                line_of(buf, s.p), (int)(s.n > 200 ? 200 : s.n), s.p);
+            e = base_errf(err, errlen, BASE_E_PARSE,
+                          "getting min and max timestamp: expected timestamp for series got none (line %zu: "
+                          "%.*s)",
+                          line_of(buf, s.p), (int)(s.n > 200 ? 200 : s.n), s.p);
             goto out;
         }
         int64_t t = expo_parser_ts_ms(&p);
         if (t == INT64_MAX) {
-            e = tools__errf(err, errlen, BASE_E_RANGE, "timestamp out of range (line %zu: %.*s)",
-                            line_of(buf, s.p), (int)(s.n > 200 ? 200 : s.n), s.p);
+            e = base_errf(err, errlen, BASE_E_RANGE, "timestamp out of range (line %zu: %.*s)",
+                          line_of(buf, s.p), (int)(s.n > 200 ? 200 : s.n), s.p);
             goto out;
         }
         if ((e = rmap_add(&m, tools__floor_div(t, d)))) {
-            tools__errf(err, errlen, e, "out of memory");
+            base_errf(err, errlen, e, "out of memory");
             goto out;
         }
         ns++;
@@ -192,7 +191,7 @@ static int scan(const char *buf, size_t len, int64_t d, rcount **ret, size_t *re
     }
     rcount *v = malloc((m.n ? m.n : 1) * sizeof *v);
     if (!v) {
-        e = tools__errf(err, errlen, BASE_E_NOMEM, "out of memory");
+        e = base_errf(err, errlen, BASE_E_NOMEM, "out of memory");
         goto out;
     }
     size_t k = 0;
@@ -341,8 +340,8 @@ static int batch_series(batch *b, expo_parser *p, uint32_t *ret_sid, char *err, 
     if (!e) e = labels_builder_finish(&b->lb, 0, &ls, msg, sizeof msg);
     if (e) {
         if (e == BASE_E_NOMEM) return e;
-        return tools__errf(err, errlen, e, "series %.*s: %s", (int)(key.n > 200 ? 200 : key.n), key.p,
-                           *msg ? msg : base_strerror(e));
+        return base_errf(err, errlen, e, "series %.*s: %s", (int)(key.n > 200 ? 200 : key.n), key.p,
+                         *msg ? msg : base_strerror(e));
     }
     uint64_t lh = labels_hash(ls);
     if (2 * (b->nser + 1) > b->canon_cap && canon_grow(b)) {
@@ -364,7 +363,7 @@ static int batch_series(batch *b, expo_parser *p, uint32_t *ret_sid, char *err, 
     } else {
         if (b->nser >= UINT32_MAX - 1) {
             labels_unref(ls);
-            return tools__errf(err, errlen, BASE_E_LIMIT, "too many series");
+            return base_errf(err, errlen, BASE_E_LIMIT, "too many series");
         }
         if (b->nser == b->capser) {
             size_t nc = b->capser ? b->capser * 2 : 256;
@@ -545,8 +544,8 @@ static int write_batch(ctx *c, batch *b, const rcount *ranges, size_t nr, char *
             while (j < s->n && tools__floor_div(s->s[j].t, c->d) == k) j++;
             while (pos < nr && ranges[pos].k < k) pos++; /* both ascend */
             if (pos >= nr || ranges[pos].k != k) {       /* pass 1 counted every range */
-                e = tools__errf(err, errlen, BASE_E_INVAL,
-                                "block creation: internal error: range %lld not counted", (long long)k);
+                e = base_errf(err, errlen, BASE_E_INVAL,
+                              "block creation: internal error: range %lld not counted", (long long)k);
                 goto out;
             }
             if (nruns == capruns) {
@@ -595,8 +594,8 @@ static int write_batch(ctx *c, batch *b, const rcount *ranges, size_t nr, char *
         char msg[512] = "";
         e = tsdb_block_write(c->out_dir, &src, mint, maxt + 1, &wo, &meta, msg, sizeof msg);
         if (e) {
-            tools__errf(err, errlen, e, "block creation: process blocks: write block for [%lld, %lld]: %s",
-                        (long long)mint, (long long)maxt, *msg ? msg : base_strerror(e));
+            base_errf(err, errlen, e, "block creation: process blocks: write block for [%lld, %lld]: %s",
+                      (long long)mint, (long long)maxt, *msg ? msg : base_strerror(e));
             goto out;
         }
         char id[27], dir[4200];
@@ -613,7 +612,7 @@ static int write_batch(ctx *c, batch *b, const rcount *ranges, size_t nr, char *
     }
     goto out;
 nomem:
-    e = tools__errf(err, errlen, BASE_E_NOMEM, "block creation: process blocks: out of memory");
+    e = base_errf(err, errlen, BASE_E_NOMEM, "block creation: process blocks: out of memory");
 out:
     free(order);
     free(runs);
@@ -642,8 +641,7 @@ static int do_batch(ctx *c, const char *buf, size_t len, const rcount *ranges, s
         uint32_t sid = 0;
         if ((e = batch_series(&b, &p, &sid, err, errlen)) ||
             (e = series_add(&b.ser[sid], t, expo_parser_value(&p)))) {
-            if (e == BASE_E_NOMEM)
-                tools__errf(err, errlen, e, "block creation: process blocks: out of memory");
+            if (e == BASE_E_NOMEM) base_errf(err, errlen, e, "block creation: process blocks: out of memory");
             goto out;
         }
     }
@@ -662,7 +660,7 @@ out:
 /* mkdir -p; the directories it made go to made (deepest last). */
 static int mkdir_p(const char *path, created *made, char *err, size_t errlen) {
     size_t n = strlen(path);
-    if (n == 0 || n > 4000) return tools__errf(err, errlen, BASE_E_INVAL, "create output dir: bad path");
+    if (n == 0 || n > 4000) return base_errf(err, errlen, BASE_E_INVAL, "create output dir: bad path");
     char p[4096];
     memcpy(p, path, n + 1);
     for (size_t i = 1; i <= n; i++) {
@@ -672,11 +670,11 @@ static int mkdir_p(const char *path, created *made, char *err, size_t errlen) {
         struct stat st;
         if (stat(p, &st) != 0) {
             if (mkdir(p, 0777) != 0 && errno != EEXIST)
-                return tools__errf(err, errlen, BASE_E_IO, "create output dir: mkdir %s: %s", p,
-                                   strerror(errno));
-            if (created_add(made, p)) return tools__errf(err, errlen, BASE_E_NOMEM, "out of memory");
+                return base_errf(err, errlen, BASE_E_IO, "create output dir: mkdir %s: %s", p,
+                                 strerror(errno));
+            if (created_add(made, p)) return base_errf(err, errlen, BASE_E_NOMEM, "out of memory");
         } else if (!S_ISDIR(st.st_mode)) {
-            return tools__errf(err, errlen, BASE_E_IO, "create output dir: mkdir %s: not a directory", p);
+            return base_errf(err, errlen, BASE_E_IO, "create output dir: mkdir %s: not a directory", p);
         }
         p[i] = save;
     }

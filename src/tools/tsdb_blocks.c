@@ -31,8 +31,8 @@ int tools_blocks_open(const char *path, tools_bad_fn bad, void *ctx, tools_block
                       size_t errlen) {
     DIR *d = opendir(path);
     if (!d)
-        return tools__errf(err, errlen, errno == ENOENT ? BASE_E_NOTFOUND : BASE_E_IO, "open %s: %s", path,
-                           strerror(errno));
+        return base_errf(err, errlen, errno == ENOENT ? BASE_E_NOTFOUND : BASE_E_IO, "open %s: %s", path,
+                         strerror(errno));
     tools_blocks bs = {0};
     size_t cap = 0;
     int e = 0;
@@ -48,7 +48,7 @@ int tools_blocks_open(const char *path, tools_bad_fn bad, void *ctx, tools_block
         char msg[512] = "";
         int r = tsdb_block_open(p, &b, msg, sizeof msg);
         if (r == BASE_E_NOMEM) {
-            e = tools__errf(err, errlen, r, "open block %s: out of memory", p);
+            e = base_errf(err, errlen, r, "open block %s: out of memory", p);
             break;
         }
         if (r) {
@@ -61,7 +61,7 @@ int tools_blocks_open(const char *path, tools_bad_fn bad, void *ctx, tools_block
             tsdb_block **nb = realloc(bs.b, nc * sizeof *nb);
             if (!nb) {
                 tsdb_block_close(b);
-                e = tools__errf(err, errlen, BASE_E_NOMEM, "out of memory");
+                e = base_errf(err, errlen, BASE_E_NOMEM, "out of memory");
                 break;
             }
             bs.b = nb;

@@ -118,11 +118,11 @@ done:
     if (!e && fflush(out) != 0) e = BASE_E_IO;
 out:
     if (e == BASE_E_NOMEM)
-        tools__errf(err, errlen, e, "dump: out of memory");
+        base_errf(err, errlen, e, "dump: out of memory");
     else if (e == BASE_E_IO)
-        tools__errf(err, errlen, e, "dump: write error");
+        base_errf(err, errlen, e, "dump: write error");
     else if (e)
-        tools__errf(err, errlen, e, "dump: %s", base_strerror(e));
+        base_errf(err, errlen, e, "dump: %s", base_strerror(e));
     tsdb_db_set_free(s);
     base_buf_free(&d.ob);
     base_buf_free(&d.prefix);

@@ -17,16 +17,6 @@
 #include "base/err.h"
 #include "tools/tools_int.h"
 
-int tools__errf(char *err, size_t errlen, int code, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* ---- time.Duration.String ------------------------------------------------ */
 
 /* Writes the fraction of v / 10^prec (".12", trailing zeros and a bare

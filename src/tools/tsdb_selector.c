@@ -45,7 +45,7 @@ static int perr(sel *s, size_t at, const char *fmt, const char *arg) {
         } else
             col++;
     }
-    return tools__errf(s->err, s->errlen, BASE_E_PARSE, "%zu:%zu: parse error: %s", line, col, msg);
+    return base_errf(s->err, s->errlen, BASE_E_PARSE, "%zu:%zu: parse error: %s", line, col, msg);
 }
 
 static void skip_ws(sel *s) {

@@ -34,7 +34,7 @@ static int cmp_ulid(const void *a, const void *b) {
 
 int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, const tsdb_block_wopts *o,
                        tsdb_block_meta *ret_meta, char *err, size_t errlen) {
-    if (n == 0) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "nothing to compact");
+    if (n == 0) return base_errf(err, errlen, BASE_E_INVAL, "nothing to compact");
     tsdb_block_wopts wo = o ? *o : (tsdb_block_wopts){0};
     tsdb_ulid *src = malloc(TSDB_BLOCK_MAX_SOURCES * sizeof *src);
     tsdb_block_set **in = calloc(n, sizeof *in);
@@ -51,8 +51,8 @@ int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, 
         if (m->level > level) level = m->level;
         for (uint32_t j = 0; j < m->nsources; j++) {
             if (ns == TSDB_BLOCK_MAX_SOURCES) {
-                e = tsdb__block_errf(err, errlen, BASE_E_LIMIT, "more than %u source blocks",
-                                     TSDB_BLOCK_MAX_SOURCES);
+                e = base_errf(err, errlen, BASE_E_LIMIT, "more than %u source blocks",
+                              TSDB_BLOCK_MAX_SOURCES);
                 goto out;
             }
             src[ns++] = m->sources[j];
@@ -126,16 +126,15 @@ int tsdb_block_delete(const char *block_dir, char *err, size_t errlen) {
     char p[4200];
     snprintf(p, sizeof p, "%s.tmp-delete", block_dir);
     if (rename(block_dir, p))
-        return tsdb__block_errf(err, errlen, BASE_E_IO, "rename %s: %s", block_dir, strerror(errno));
-    if (tsdb__block_rm_rf(p))
-        return tsdb__block_errf(err, errlen, BASE_E_IO, "remove %s: %s", p, strerror(errno));
+        return base_errf(err, errlen, BASE_E_IO, "rename %s: %s", block_dir, strerror(errno));
+    if (tsdb__block_rm_rf(p)) return base_errf(err, errlen, BASE_E_IO, "remove %s: %s", p, strerror(errno));
     return 0;
 }
 
 int tsdb_retention_apply(const char *dir, int64_t retention_ms, uint64_t max_bytes, size_t *ret_deleted,
                          size_t *ret_bad, char *err, size_t errlen) {
     DIR *d = opendir(dir);
-    if (!d) return tsdb__block_errf(err, errlen, BASE_E_IO, "opendir %s: %s", dir, strerror(errno));
+    if (!d) return base_errf(err, errlen, BASE_E_IO, "opendir %s: %s", dir, strerror(errno));
     tsdb_block_meta *metas = NULL;
     char(*names)[27] = NULL;
     size_t n = 0, cap = 0, bad = 0, deleted = 0;
@@ -201,14 +200,14 @@ int tsdb_dir_lock_take(const char *dir, tsdb_dir_lock **ret, char *err, size_t e
     char p[4200];
     snprintf(p, sizeof p, "%s/lock", dir);
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return tsdb__block_errf(err, errlen, BASE_E_IO, "open %s: %s", p, strerror(errno));
+    if (fd < 0) return base_errf(err, errlen, BASE_E_IO, "open %s: %s", p, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB)) {
         int en = errno;
         close(fd);
         if (en == EWOULDBLOCK)
-            return tsdb__block_errf(err, errlen, BASE_E_CONFLICT,
-                                    "%s is locked: another process uses this data directory", p);
-        return tsdb__block_errf(err, errlen, BASE_E_IO, "flock %s: %s", p, strerror(en));
+            return base_errf(err, errlen, BASE_E_CONFLICT,
+                             "%s is locked: another process uses this data directory", p);
+        return base_errf(err, errlen, BASE_E_IO, "flock %s: %s", p, strerror(en));
     }
     tsdb_dir_lock *l = malloc(sizeof *l);
     if (!l) {

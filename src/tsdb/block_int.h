@@ -1,5 +1,5 @@
-/* block_int.h -- helpers shared by block*.c (module-internal): error
- * messages, little-endian and varint writers, directory fsync and removal.
+/* block_int.h -- helpers shared by block*.c (module-internal):
+ * little-endian and varint writers, directory fsync and removal.
  * None of them allocate except tsdb__block_rm_rf (nftw's own state). */
 #ifndef KELVIN_TSDB_BLOCK_INT_H
 #define KELVIN_TSDB_BLOCK_INT_H
@@ -9,9 +9,6 @@
 
 #include "base/buf.h"
 
-/* Formats into err (when err && errlen) and returns code. */
-int tsdb__block_errf(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 void tsdb__block_put_uv(base_buf *b, uint64_t v);
 void tsdb__block_put_sv(base_buf *b, int64_t v);
 void tsdb__block_put_u32(base_buf *b, uint32_t v);

@@ -127,7 +127,7 @@ static int64_t csv(cur *c) {
     return (int64_t)((u >> 1) ^ (0 - (u & 1)));
 }
 
-#define BAD(...) tsdb__block_errf(err, errlen, BASE_E_PARSE, __VA_ARGS__)
+#define BAD(...) base_errf(err, errlen, BASE_E_PARSE, __VA_ARGS__)
 
 static int open_index(tsdb_block *b, const char *path, char *err, size_t errlen) {
     const uint8_t *x = b->idx;
@@ -295,12 +295,12 @@ int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen)
     int e;
     snprintf(p, sizeof p, "%s/meta.json", dir);
     if (stat(p, &st)) {
-        e = tsdb__block_errf(err, errlen, BASE_E_NOTFOUND, "%s: no meta.json, not a finished block", dir);
+        e = base_errf(err, errlen, BASE_E_NOTFOUND, "%s: no meta.json, not a finished block", dir);
         goto fail;
     }
     snprintf(p, sizeof p, "%s/index", dir);
     if ((e = map_file(p, &b->idx, &b->idxlen))) {
-        tsdb__block_errf(err, errlen, e, "%s: cannot map: %s", p, base_strerror(e));
+        base_errf(err, errlen, e, "%s: cannot map: %s", p, base_strerror(e));
         goto fail;
     }
     if ((e = open_index(b, p, err, errlen))) goto fail;
@@ -308,7 +308,7 @@ int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen)
     uint64_t total = 0;
     for (;;) {
         if (b->nsegs >= MAX_SEGMENTS) {
-            e = tsdb__block_errf(err, errlen, BASE_E_LIMIT, "%s: too many chunk segments", dir);
+            e = base_errf(err, errlen, BASE_E_LIMIT, "%s: too many chunk segments", dir);
             goto fail;
         }
         snprintf(p, sizeof p, "%s/chunks/%06zu", dir, b->nsegs + 1);
@@ -316,7 +316,7 @@ int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen)
         e = map_file(p, &s.p, &s.len);
         if (e == BASE_E_NOTFOUND) break;
         if (e) {
-            tsdb__block_errf(err, errlen, e, "%s: cannot map: %s", p, base_strerror(e));
+            base_errf(err, errlen, e, "%s: cannot map: %s", p, base_strerror(e));
             goto fail;
         }
         seg *ns = realloc(b->segs, (b->nsegs + 1) * sizeof *ns);
@@ -714,9 +714,8 @@ int tsdb_block_verify(tsdb_block *b, char *err, size_t errlen) {
         if (r < 0) {
             base_buf lb = BASE_BUF_INIT;
             labels_format(tsdb_block_set_labels(s), &lb);
-            tsdb__block_errf(err, errlen, BASE_E_PARSE, "%s: series %s: chunk damaged (%s)", b->dir,
-                             lb.data ? lb.data : "{}",
-                             r == BASE_E_TRUNCATED ? "truncated" : "bad CRC or encoding");
+            base_errf(err, errlen, BASE_E_PARSE, "%s: series %s: chunk damaged (%s)", b->dir,
+                      lb.data ? lb.data : "{}", r == BASE_E_TRUNCATED ? "truncated" : "bad CRC or encoding");
             base_buf_free(&lb);
             break;
         }
@@ -724,7 +723,7 @@ int tsdb_block_verify(tsdb_block *b, char *err, size_t errlen) {
     tsdb_block_set_free(s);
     if (r < 0) return BASE_E_PARSE;
     if (samples != b->meta.num_samples)
-        return tsdb__block_errf(err, errlen, BASE_E_PARSE, "%s: %llu samples, meta says %llu", b->dir,
-                                (unsigned long long)samples, (unsigned long long)b->meta.num_samples);
+        return base_errf(err, errlen, BASE_E_PARSE, "%s: %llu samples, meta says %llu", b->dir,
+                         (unsigned long long)samples, (unsigned long long)b->meta.num_samples);
     return 0;
 }

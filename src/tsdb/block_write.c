@@ -35,16 +35,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-int tsdb__block_errf(char *err, size_t errlen, int code, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 void tsdb__block_put_uv(base_buf *b, uint64_t v) {
     uint8_t tmp[10];
     base_buf_append(b, tmp, tsdb__put_uvarint(tmp, v));
@@ -158,8 +148,7 @@ static int w_flush(writer *w) {
         ssize_t k = write(w->fd, w->sbuf.data + off, w->sbuf.len - off);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0)
-            return tsdb__block_errf(w->err, w->errlen, BASE_E_IO, "write chunks/%06u: %s", w->seg,
-                                    strerror(errno));
+            return base_errf(w->err, w->errlen, BASE_E_IO, "write chunks/%06u: %s", w->seg, strerror(errno));
         off += (size_t)k;
     }
     base_buf_reset(&w->sbuf);
@@ -170,7 +159,7 @@ static int w_close_seg(writer *w) {
     if (w->fd < 0) return 0;
     int e = w_flush(w);
     if (!e && fsync(w->fd))
-        e = tsdb__block_errf(w->err, w->errlen, BASE_E_IO, "fsync chunks/%06u: %s", w->seg, strerror(errno));
+        e = base_errf(w->err, w->errlen, BASE_E_IO, "fsync chunks/%06u: %s", w->seg, strerror(errno));
     close(w->fd);
     w->fd = -1;
     w->seg_total += w->segoff;
@@ -184,7 +173,7 @@ static int w_new_seg(writer *w) {
     w->seg++;
     snprintf(p, sizeof p, "%s/%06u", w->cdir, w->seg);
     w->fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (w->fd < 0) return tsdb__block_errf(w->err, w->errlen, BASE_E_IO, "create %s: %s", p, strerror(errno));
+    if (w->fd < 0) return base_errf(w->err, w->errlen, BASE_E_IO, "create %s: %s", p, strerror(errno));
     base_buf_append(&w->sbuf, TSDB_CHUNKS_MAGIC, 4);
     uint8_t v[4] = {TSDB_CHUNKS_VERSION, 0, 0, 0};
     base_buf_append(&w->sbuf, v, 4);
@@ -197,7 +186,7 @@ static int w_cut(writer *w, tsdb_chunk_app *a, int64_t cmint) {
     int64_t cmaxt = tsdb_chunk_app_maxt(a);
     base_buf_reset(&w->cb);
     int e = tsdb_chunk_app_finish(a, &w->cb);
-    if (e) return tsdb__block_errf(w->err, w->errlen, e, "cut chunk: %s", base_strerror(e));
+    if (e) return base_errf(w->err, w->errlen, e, "cut chunk: %s", base_strerror(e));
     uint8_t tmp[10];
     unsigned vl = tsdb__put_uvarint(tmp, w->cb.len - 1);
     uint64_t rec = vl + w->cb.len + 4;
@@ -208,7 +197,7 @@ static int w_cut(writer *w, tsdb_chunk_app *a, int64_t cmint) {
     base_buf_append(&w->sbuf, tmp, vl);
     base_buf_append(&w->sbuf, w->cb.data, w->cb.len);
     tsdb__block_put_u32(&w->sbuf, tsdb_crc32c(0, w->cb.data, w->cb.len));
-    if (base_buf_err(&w->sbuf)) return tsdb__block_errf(w->err, w->errlen, BASE_E_NOMEM, "out of memory");
+    if (base_buf_err(&w->sbuf)) return base_errf(w->err, w->errlen, BASE_E_NOMEM, "out of memory");
     w->segoff += rec;
     if (w->sbuf.len >= (1u << 20) && (e = w_flush(w))) return e;
     if (w->nc == w->ccap) {
@@ -376,20 +365,20 @@ out:
 
 static int write_file(const char *path, const void *p, size_t n, char *err, size_t errlen) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return tsdb__block_errf(err, errlen, BASE_E_IO, "create %s: %s", path, strerror(errno));
+    if (fd < 0) return base_errf(err, errlen, BASE_E_IO, "create %s: %s", path, strerror(errno));
     size_t off = 0;
     while (off < n) {
         ssize_t k = write(fd, (const char *)p + off, n - off);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
             close(fd);
-            return tsdb__block_errf(err, errlen, BASE_E_IO, "write %s: %s", path, strerror(errno));
+            return base_errf(err, errlen, BASE_E_IO, "write %s: %s", path, strerror(errno));
         }
         off += (size_t)k;
     }
     int r = fsync(fd);
     close(fd);
-    if (r) return tsdb__block_errf(err, errlen, BASE_E_IO, "fsync %s: %s", path, strerror(errno));
+    if (r) return base_errf(err, errlen, BASE_E_IO, "fsync %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -413,13 +402,13 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
                      const tsdb_block_wopts *o, tsdb_block_meta *ret_meta, char *err, size_t errlen) {
     static const tsdb_block_wopts dflt = {0};
     if (!o) o = &dflt;
-    if (strlen(parent) > 3900) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "path too long");
+    if (strlen(parent) > 3900) return base_errf(err, errlen, BASE_E_INVAL, "path too long");
     if (mint >= maxt)
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "block range [%lld, %lld) is empty",
-                                (long long)mint, (long long)maxt);
+        return base_errf(err, errlen, BASE_E_INVAL, "block range [%lld, %lld) is empty", (long long)mint,
+                         (long long)maxt);
     if (o->nsources > TSDB_BLOCK_MAX_SOURCES)
-        return tsdb__block_errf(err, errlen, BASE_E_LIMIT, "%u sources (most %u)", o->nsources,
-                                TSDB_BLOCK_MAX_SOURCES);
+        return base_errf(err, errlen, BASE_E_LIMIT, "%u sources (most %u)", o->nsources,
+                         TSDB_BLOCK_MAX_SOURCES);
     tsdb_block_meta *m = calloc(1, sizeof *m);
     if (!m) return BASE_E_NOMEM;
     int64_t now = o->ulid_ms;
@@ -431,7 +420,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
     int e = tsdb_ulid_new(now, &m->ulid);
     if (e) {
         free(m);
-        return tsdb__block_errf(err, errlen, e, "getrandom failed");
+        return base_errf(err, errlen, e, "getrandom failed");
     }
     char id[27];
     tsdb_ulid_format(&m->ulid, id);
@@ -446,7 +435,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
     base_buf idx = BASE_BUF_INIT;
     int created = 0;
     if (mkdir(w.tmpdir, 0755) || mkdir(w.cdir, 0755)) {
-        e = tsdb__block_errf(err, errlen, BASE_E_IO, "mkdir %s: %s", w.tmpdir, strerror(errno));
+        e = base_errf(err, errlen, BASE_E_IO, "mkdir %s: %s", w.tmpdir, strerror(errno));
         goto fail;
     }
     created = 1;
@@ -456,7 +445,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
     if (cmax > TSDB_CHUNK_MAX_SAMPLES) cmax = TSDB_CHUNK_MAX_SAMPLES;
     while ((r = src->next(src->ctx, &ls)) == 1) {
         if (w.ns && labels_cmp(w.s[w.ns - 1].ls, ls) >= 0) {
-            e = tsdb__block_errf(err, errlen, BASE_E_INVAL, "series out of order or duplicate");
+            e = base_errf(err, errlen, BASE_E_INVAL, "series out of order or duplicate");
             goto fail;
         }
         size_t c0 = w.nc;
@@ -466,13 +455,13 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
         while ((r = src->sample(src->ctx, &t, &v)) == 1) {
             if (t < mint || t >= maxt) continue;
             if (any && t <= last) {
-                e = tsdb__block_errf(err, errlen, BASE_E_INVAL, "samples out of order");
+                e = base_errf(err, errlen, BASE_E_INVAL, "samples out of order");
                 goto fail;
             }
             if (tsdb_chunk_app_count(&a) >= cmax && (e = w_cut(&w, &a, cmint))) goto fail;
             if (tsdb_chunk_app_count(&a) == 0) cmint = t;
             if ((e = tsdb_chunk_app_append(&a, t, v))) {
-                tsdb__block_errf(err, errlen, e, "chunk append: %s", base_strerror(e));
+                base_errf(err, errlen, e, "chunk append: %s", base_strerror(e));
                 goto fail;
             }
             any = 1;
@@ -480,7 +469,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
             w.nsamples++;
         }
         if (r < 0) {
-            e = tsdb__block_errf(err, errlen, r, "reading source samples: %s", base_strerror(r));
+            e = base_errf(err, errlen, r, "reading source samples: %s", base_strerror(r));
             goto fail;
         }
         if (!any) continue;
@@ -498,7 +487,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
         w.s[w.ns++] = (wseries){labels_ref(ls), c0, w.nc - c0};
     }
     if (r < 0) {
-        e = tsdb__block_errf(err, errlen, r, "reading source series: %s", base_strerror(r));
+        e = base_errf(err, errlen, r, "reading source series: %s", base_strerror(r));
         goto fail;
     }
     if ((e = w_close_seg(&w))) goto fail;
@@ -517,7 +506,7 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
         m->sources[0] = m->ulid;
     }
     if ((e = w_index(&w, m, &idx))) {
-        tsdb__block_errf(err, errlen, e, "building the index: %s", base_strerror(e));
+        base_errf(err, errlen, e, "building the index: %s", base_strerror(e));
         goto fail;
     }
     m->index_bytes = idx.len;
@@ -530,17 +519,17 @@ int tsdb_block_write(const char *parent, const tsdb_series_src *src, int64_t min
     if (base_buf_err(&idx)) e = BASE_E_NOMEM;
     if (e || (e = write_file(p, idx.data, idx.len, err, errlen))) goto fail;
     if ((e = tsdb__block_fsync_dir(w.cdir)) || (e = tsdb__block_fsync_dir(w.tmpdir))) {
-        tsdb__block_errf(err, errlen, e, "fsync %s failed", w.tmpdir);
+        base_errf(err, errlen, e, "fsync %s failed", w.tmpdir);
         goto fail;
     }
     snprintf(q, sizeof q, "%s/%s", parent, id);
     if (rename(w.tmpdir, q)) {
-        e = tsdb__block_errf(err, errlen, BASE_E_IO, "rename %s: %s", w.tmpdir, strerror(errno));
+        e = base_errf(err, errlen, BASE_E_IO, "rename %s: %s", w.tmpdir, strerror(errno));
         goto fail;
     }
     created = 0;
     if ((e = tsdb__block_fsync_dir(parent))) {
-        tsdb__block_errf(err, errlen, e, "fsync %s failed", parent);
+        base_errf(err, errlen, e, "fsync %s failed", parent);
         goto fail;
     }
     if (ret_meta) *ret_meta = *m;
@@ -572,10 +561,10 @@ static int head_sample(void *ctx, int64_t *t, double *v) {
 
 int tsdb_block_write_head(const char *parent, tsdb_head *h, int64_t mint, int64_t maxt,
                           const tsdb_block_wopts *o, tsdb_block_meta *ret_meta, char *err, size_t errlen) {
-    if (mint >= maxt) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "block range is empty");
+    if (mint >= maxt) return base_errf(err, errlen, BASE_E_INVAL, "block range is empty");
     tsdb_series_set *ss;
     int e = tsdb_head_select(h, NULL, 0, mint, maxt - 1, &ss);
-    if (e) return tsdb__block_errf(err, errlen, e, "head select: %s", base_strerror(e));
+    if (e) return base_errf(err, errlen, e, "head select: %s", base_strerror(e));
     tsdb_series_src src = {ss, head_next, head_sample};
     e = tsdb_block_write(parent, &src, mint, maxt, o, ret_meta, err, errlen);
     tsdb_series_set_free(ss);

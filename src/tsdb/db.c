@@ -32,7 +32,6 @@
 
 #include "base/err.h"
 #include "base/time.h"
-#include "tsdb/block_int.h"
 #include "tsdb/merge_int.h"
 
 #define DAY_MS            (24LL * 3600 * 1000)
@@ -84,15 +83,13 @@ size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap) {
 
 int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, size_t errlen) {
     tsdb_db_opts_default(o);
-    if (!v->path || !v->path[0])
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.path is empty");
+    if (!v->path || !v->path[0]) return base_errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.path is empty");
     if (v->retention_ms < 0 || v->retention_bytes < 0 || v->ooo_window_ms < 0 || v->max_block_ms < 0)
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "storage flags must not be negative");
+        return base_errf(err, errlen, BASE_E_INVAL, "storage flags must not be negative");
     if (v->min_block_ms < 60000)
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL,
-                                "--storage.tsdb.min-block-duration must be at least 1m");
+        return base_errf(err, errlen, BASE_E_INVAL, "--storage.tsdb.min-block-duration must be at least 1m");
     if (v->max_block_ms && v->max_block_ms < v->min_block_ms)
-        return tsdb__block_errf(
+        return base_errf(
             err, errlen, BASE_E_INVAL,
             "--storage.tsdb.max-block-duration must not be below --storage.tsdb.min-block-duration");
     o->path = v->path;
@@ -109,9 +106,9 @@ int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, s
     } else {
         int64_t ms;
         if (base_parse_duration_ms(v->wal_sync, &ms) || ms <= 0 || ms > UINT32_MAX)
-            return tsdb__block_errf(err, errlen, BASE_E_INVAL,
-                                    "--storage.tsdb.wal-sync: want none, batch or a duration, got \"%s\"",
-                                    v->wal_sync);
+            return base_errf(err, errlen, BASE_E_INVAL,
+                             "--storage.tsdb.wal-sync: want none, batch or a duration, got \"%s\"",
+                             v->wal_sync);
         o->wal.sync = TSDB_WAL_SYNC_INTERVAL;
         o->wal.sync_interval_ms = (uint32_t)ms;
     }
@@ -307,7 +304,7 @@ static int sources_within(const tsdb_block_meta *a, const tsdb_block_meta *b) {
 
 static int open_blocks(tsdb_db *db, tsdb_db_report *rep, char *err, size_t errlen) {
     DIR *d = opendir(db->path);
-    if (!d) return tsdb__block_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
+    if (!d) return base_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
     struct dirent *de;
     int e = 0;
     char msg[512];
@@ -348,7 +345,7 @@ static int open_blocks(tsdb_db *db, tsdb_db_report *rep, char *err, size_t errle
         free(p);
     }
     closedir(d);
-    if (e) return tsdb__block_errf(err, errlen, e, "%s: opening blocks: %s", db->path, base_strerror(e));
+    if (e) return base_errf(err, errlen, e, "%s: opening blocks: %s", db->path, base_strerror(e));
     /* a compaction that finished but did not get to delete its inputs */
     for (size_t i = 0; i < db->nblocks && !db->o.read_only;) {
         const tsdb_block_meta *a = tsdb_block_get_meta(db->blocks[i]->b);
@@ -402,10 +399,9 @@ static int newest_block_maxt(tsdb_db *db, int64_t *ret) {
 int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, char *err, size_t errlen) {
     tsdb_db_report rep;
     memset(&rep, 0, sizeof rep);
-    if (!o || !o->path || !o->path[0])
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "no data directory");
+    if (!o || !o->path || !o->path[0]) return base_errf(err, errlen, BASE_E_INVAL, "no data directory");
     if (o->min_block_ms <= 0)
-        return tsdb__block_errf(err, errlen, BASE_E_INVAL, "min block duration must be positive");
+        return base_errf(err, errlen, BASE_E_INVAL, "min block duration must be positive");
     tsdb_db *db = calloc(1, sizeof *db);
     if (!db) return BASE_E_NOMEM;
     db->o = *o;
@@ -435,7 +431,7 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
         db->ranges[db->nranges++] = r;
     if (!o->read_only) {
         if (mkdir(db->path, 0755) && errno != EEXIST) {
-            e = tsdb__block_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
+            e = base_errf(err, errlen, BASE_E_IO, "%s: %s", db->path, strerror(errno));
             goto fail;
         }
         if ((e = tsdb_dir_lock_take(db->path, &db->lock, err, errlen))) goto fail;
@@ -451,12 +447,12 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
     if (rep.wal.first_error[0]) rep_error(&rep, rep.wal.first_error);
     int64_t bmax = 0;
     if (newest_block_maxt(db, &bmax) && (e = tsdb_head_gc(db->head, bmax, NULL))) {
-        tsdb__block_errf(err, errlen, e, "dropping head data the blocks already hold: %s", base_strerror(e));
+        base_errf(err, errlen, e, "dropping head data the blocks already hold: %s", base_strerror(e));
         goto fail;
     }
     if (!o->read_only && o->maintain_interval_ms >= 0) {
         if (pthread_create(&db->th, NULL, maint_thread, db)) {
-            e = tsdb__block_errf(err, errlen, BASE_E_NOMEM, "cannot start the maintenance thread");
+            e = base_errf(err, errlen, BASE_E_NOMEM, "cannot start the maintenance thread");
             goto fail;
         }
         db->th_started = 1;
@@ -538,7 +534,7 @@ static int cut_head(tsdb_db *db, char *err, size_t errlen) {
         pthread_mutex_unlock(&db->rd_mu);
         wait_readers(db, gen);
         if ((e = tsdb_head_gc(db->head, b, NULL)))
-            return tsdb__block_errf(err, errlen, e, "head GC: %s", base_strerror(e));
+            return base_errf(err, errlen, e, "head GC: %s", base_strerror(e));
         if ((e = tsdb_head_checkpoint(db->head, b, err, errlen))) return e;
         count(db, &db->head_cuts, 1);
     }
@@ -702,7 +698,7 @@ static int checkpoint_if_due(tsdb_db *db, char *err, size_t errlen) {
 }
 
 int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen) {
-    if (db->o.read_only) return tsdb__block_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
+    if (db->o.read_only) return base_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
     char msg[512] = "";
     pthread_mutex_lock(&db->maint_mu);
     int e = cut_head(db, msg, sizeof msg), first = e;
@@ -718,7 +714,7 @@ int tsdb_db_maintain(tsdb_db *db, char *err, size_t errlen) {
     if (first) {
         count(db, &db->maintain_failed, 1);
         pthread_mutex_lock(&db->st_mu);
-        tsdb__block_errf(err, errlen, first, "%s", db->last_error);
+        base_errf(err, errlen, first, "%s", db->last_error);
         pthread_mutex_unlock(&db->st_mu);
     }
     return first;
