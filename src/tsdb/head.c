@@ -667,22 +667,40 @@ static void *umap_get(const umap *m, labels_sym k) {
     return m->key[i] == k ? m->val[i] : NULL;
 }
 
+/* Rehashes a map's n-slot key array and parallel value array (values of vsz
+ * bytes) into ncap slots: 0 and the new arrays (the caller frees the old
+ * ones), or BASE_E_NOMEM with nothing changed. */
+static int sym_rehash(const labels_sym *key, const void *val, size_t vsz, uint32_t cap, uint32_t ncap,
+                      labels_sym **ret_key, void **ret_val) {
+    labels_sym *nk = sym_keys(ncap);
+    char *nv = calloc(ncap, vsz);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return BASE_E_NOMEM;
+    }
+    for (uint32_t i = 0; i < cap; i++) {
+        if (key[i] == LABELS_SYM_NONE) continue;
+        uint32_t j = sym_slot(nk, ncap, key[i]);
+        nk[j] = key[i];
+        memcpy(nv + (size_t)j * vsz, (const char *)val + (size_t)i * vsz, vsz);
+    }
+    *ret_key = nk;
+    *ret_val = nv;
+    return 0;
+}
+
+/* Load <= 0.875: 4-byte keys probe fast. */
+static inline int sym_full(uint32_t n, uint32_t cap) {
+    return (n + 1) * 8 > (uint64_t)cap * 7;
+}
+
 static int umap_put(umap *m, labels_sym k, void *v) {
-    if ((m->n + 1) * 8 > (uint64_t)m->cap * 7) { /* load <= 0.875: 4-byte keys probe fast */
+    if (sym_full(m->n, m->cap)) {
         uint32_t ncap = m->cap ? m->cap * 2 : 8;
-        labels_sym *nk = sym_keys(ncap);
-        void **nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return BASE_E_NOMEM;
-        }
-        for (uint32_t i = 0; i < m->cap; i++) {
-            if (m->key[i] == LABELS_SYM_NONE) continue;
-            uint32_t j = sym_slot(nk, ncap, m->key[i]);
-            nk[j] = m->key[i];
-            nv[j] = m->val[i];
-        }
+        labels_sym *nk;
+        void *nv;
+        if (sym_rehash(m->key, m->val, sizeof *m->val, m->cap, ncap, &nk, &nv)) return BASE_E_NOMEM;
         free(m->key);
         free(m->val);
         m->key = nk;
@@ -711,21 +729,11 @@ static plist *pmap_get(const pmap *m, labels_sym k) {
 /* Inserts k (absent) with list *p moved in; returns its slot's list (valid
  * until the next put) or NULL (out of memory; *p untouched). */
 static plist *pmap_put(pmap *m, labels_sym k, const plist *p) {
-    if ((m->n + 1) * 8 > (uint64_t)m->cap * 7) {
+    if (sym_full(m->n, m->cap)) {
         uint32_t ncap = m->cap ? m->cap * 2 : 4;
-        labels_sym *nk = sym_keys(ncap);
-        plist *nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) {
-            free(nk);
-            free(nv);
-            return NULL;
-        }
-        for (uint32_t i = 0; i < m->cap; i++) {
-            if (m->key[i] == LABELS_SYM_NONE) continue;
-            uint32_t j = sym_slot(nk, ncap, m->key[i]);
-            nk[j] = m->key[i];
-            nv[j] = m->val[i];
-        }
+        labels_sym *nk;
+        void *nv;
+        if (sym_rehash(m->key, m->val, sizeof *m->val, m->cap, ncap, &nk, &nv)) return NULL;
         free(m->key);
         free(m->val);
         m->key = nk;
