@@ -28,10 +28,11 @@ import tempfile
 import time
 import urllib.request
 
+from benchlib import cpu_seconds, status_kib
+
 KELVIN = os.environ["KELVIN_BIN"]
 PEERS = os.environ.get("KELVIN_PEERS", "build/peers")
 SOAK = int(os.environ.get("BENCH_SECONDS", "180"))
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port():
@@ -42,21 +43,6 @@ def free_port():
     return p
 
 
-def cpu_seconds(pid):
-    """CPU time of every live thread of pid, in seconds, with nanosecond
-    resolution (schedstat), falling back to clock ticks (10 ms)."""
-    try:
-        total = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        return total / 1e9
-    except OSError:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
-
-
 def self_metric(url, name, label):
     """Value of one of the agent's own series, e.g. the host collector's CPU."""
     body = scrape(url, False).decode()
@@ -64,14 +50,6 @@ def self_metric(url, name, label):
         if line.startswith(name + "{") and label in line:
             return float(line.rsplit(" ", 1)[1])
     return None
-
-
-def status_kib(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def wait_up(url, deadline=20):

@@ -74,6 +74,8 @@ import threading
 import time
 import urllib.request
 
+from benchlib import cpu_seconds, status_kib
+
 KELVIN = os.environ.get("KELVIN_BIN", "build/kelvin")
 BUILD = os.environ.get("KELVIN_BUILD_DIR", os.path.dirname(os.path.abspath(KELVIN)))
 PEERS = os.environ.get("KELVIN_PEERS", "build/peers")
@@ -173,14 +175,6 @@ def dir_bytes(path):
             if not os.path.islink(os.path.join(root, f)):
                 total += st.st_size
     return total
-
-
-def status_kib(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def http_get(url, timeout=10):
@@ -307,17 +301,6 @@ def vm_import(tmp, samples):
     stop(vm)
     procs.remove(vm)
     return size, wall, cpu, detail, parts, added, stable >= 3
-
-
-def cpu_seconds(pid):
-    try:
-        total = 0
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        return total / 1e9
-    except OSError:
-        return 0.0
 
 
 def bytes_per_sample(tmp, res):
