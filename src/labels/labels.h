@@ -338,6 +338,14 @@ int labels_matcher_matches(const labels_matcher *m, base_str s);
 /* 1 if the matcher matches "": it then also selects series that lack the
  * label (Prometheus's semantics for {a=""}, {a!="x"}, {a=~".*"}). */
 int labels_matcher_matches_empty(const labels_matcher *m);
+
+/* Parses a PromQL series selector (`up{job="x"}`, `{a=~"b.*"}`; strings
+ * in "", '' or ``) into matchers (selector.c). Errors: BASE_E_PARSE with
+ * Prometheus's shape of message (`1:7: parse error: ...`), BASE_E_NOMEM.
+ * Free with labels_matchers_free. A selector may yield 0 matchers (`{}`). */
+int labels_parse_selector(base_str s, labels_matcher ***ret, size_t *ret_n, char *err, size_t errlen);
+void labels_matchers_free(labels_matcher **ms, size_t n);
+
 /* Applies the matcher to the value of its label in ls ("" if absent). */
 int labels_matcher_matches_set(const labels_matcher *m, const labels_set *ls);
 /* Appends Prometheus's Matcher.String(): name="value", name=~"a.*". */

@@ -104,12 +104,7 @@ void tools_tsdb_print_blocks(FILE *out, const tsdb_block_meta *const *metas, con
 
 /* ---- dump ------------------------------------------------------------------ */
 
-/* Parses a PromQL series selector (`up{job="x"}`, `{a=~"b.*"}`; strings
- * in "", '' or ``) into matchers. Errors: BASE_E_PARSE with promtool's
- * shape of message (`1:7: parse error: ...`), BASE_E_NOMEM. Free with
- * tools_matchers_free. A selector may yield 0 matchers (`{}`). */
-int tools_parse_selector(base_str s, labels_matcher ***ret, size_t *ret_n, char *err, size_t errlen);
-void tools_matchers_free(labels_matcher **ms, size_t n);
+/* The selector of --match: labels_parse_selector (labels.h). */
 
 typedef struct tools_dump_result {
     uint64_t series, samples;
@@ -135,5 +130,12 @@ int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mi
  * limit entries, ties broken by key. Errors: BASE_E_PARSE (a damaged
  * chunk), BASE_E_NOMEM, BASE_E_IO. */
 int tools_tsdb_analyze(tsdb_block *b, size_t limit, int extended, FILE *out, char *err, size_t errlen);
+
+/* ---- check ----------------------------------------------------------------- */
+
+/* `kelvin check config FILE...` (promtool check config's arguments, output
+ * and exit codes: 0 all valid, 1 a file is invalid, 2 usage).
+ * argv[0] is "check". */
+int tools_check_main(int argc, char **argv);
 
 #endif

@@ -254,7 +254,7 @@ static int cmd_dump(int argc, char **argv) {
     char err[1024];
     labels_matcher **ms = NULL;
     size_t nms = 0;
-    if (tools_parse_selector(base_str_c(match), &ms, &nms, err, sizeof err)) {
+    if (labels_parse_selector(base_str_c(match), &ms, &nms, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
@@ -267,7 +267,7 @@ static int cmd_dump(int argc, char **argv) {
     tsdb_db_report rep;
     if (tsdb_db_open(&o, &tdb, &rep, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
-        tools_matchers_free(ms, nms);
+        labels_matchers_free(ms, nms);
         return 1;
     }
     if (rep.wal.corruptions) fprintf(stderr, "WAL: %s (the damaged part is skipped)\n", rep.wal.first_error);
@@ -283,7 +283,7 @@ static int cmd_dump(int argc, char **argv) {
         rc = 1;
     }
     tsdb_db_close(tdb);
-    tools_matchers_free(ms, nms);
+    labels_matchers_free(ms, nms);
     return rc;
 }
 

@@ -55,7 +55,7 @@ static void test_dump_blocks_and_head(void **st) {
     assert_int_equal(tsdb_db_open(&o, &r, NULL, err, sizeof err), 0);
     labels_matcher **ms;
     size_t n;
-    assert_int_equal(tools_parse_selector(base_str_c("{__name__=~\".+\"}"), &ms, &n, err, sizeof err), 0);
+    assert_int_equal(labels_parse_selector(base_str_c("{__name__=~\".+\"}"), &ms, &n, err, sizeof err), 0);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -74,7 +74,7 @@ static void test_dump_blocks_and_head(void **st) {
     for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
     assert_int_equal(lines, 480);
     free(buf);
-    tools_matchers_free(ms, n);
+    labels_matchers_free(ms, n);
     assert_int_equal(tsdb_db_close(r), 0);
     labels_unref(a);
     labels_unref(b);

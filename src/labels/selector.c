@@ -1,5 +1,5 @@
-/* tsdb_selector.c -- the PromQL series selector of `kelvin tsdb dump
- * --match` (promtool's parser.ParseMetricSelector, for the shapes a
+/* selector.c -- a PromQL series selector (`kelvin tsdb dump --match`, the
+ * API's match[]): promtool's parser.ParseMetricSelector, for the shapes a
  * selector can take): an optional metric name, then optional braces with
  * `name op string` matchers separated by commas (a trailing comma is
  * fine), blanks anywhere between tokens.
@@ -13,15 +13,15 @@
  * for a bad regex).
  *
  * Ownership: the matchers and the array are the caller's
- * (tools_matchers_free). Nothing is kept between calls.
+ * (labels_matchers_free). Nothing is kept between calls.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "tools/tools.h"
-#include "tools/tools_int.h"
+#include "labels/labels.h"
 
 typedef struct sel {
     const char *p;
@@ -310,7 +310,7 @@ static int parse_braces(sel *s) {
     }
 }
 
-int tools_parse_selector(base_str in, labels_matcher ***ret, size_t *ret_n, char *err, size_t errlen) {
+int labels_parse_selector(base_str in, labels_matcher ***ret, size_t *ret_n, char *err, size_t errlen) {
     sel s = {.p = in.p ? in.p : "", .n = in.n, .err = err, .errlen = errlen};
     base_buf_init(&s.val, 0);
     int e = 0;
@@ -343,7 +343,7 @@ int tools_parse_selector(base_str in, labels_matcher ***ret, size_t *ret_n, char
 out:
     base_buf_free(&s.val);
     if (e) {
-        tools_matchers_free(s.ms, s.nms);
+        labels_matchers_free(s.ms, s.nms);
         return e;
     }
     *ret = s.ms;
@@ -351,7 +351,7 @@ out:
     return 0;
 }
 
-void tools_matchers_free(labels_matcher **ms, size_t n) {
+void labels_matchers_free(labels_matcher **ms, size_t n) {
     for (size_t i = 0; i < n; i++) labels_matcher_free(ms[i]);
     free(ms);
 }
