@@ -93,6 +93,47 @@ void base_buf_double(base_buf *b, double v) {
     base_buf_append(b, tmp, n);
 }
 
+void base_buf_json_str(base_buf *b, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    base_buf_putc(b, '"');
+    size_t run = 0; /* start of the bytes not yet copied */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[6];
+        size_t skip = 1;
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            memcpy(u, "\\u00", 4);
+            u[4] = hex[c >> 4];
+            u[5] = hex[c & 15];
+        } else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
+                   ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) {
+            memcpy(u, (unsigned char)s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
+            skip = 3;
+        } else
+            continue;
+        base_buf_append(b, s + run, i - run);
+        if (esc)
+            base_buf_puts(b, esc);
+        else
+            base_buf_append(b, u, 6);
+        i += skip - 1;
+        run = i + 1;
+    }
+    base_buf_append(b, s + run, n - run);
+    base_buf_putc(b, '"');
+}
+
 char *base_buf_steal(base_buf *b, size_t *ret_len) {
     char *p = b->data;
     if (ret_len) *ret_len = b->len;

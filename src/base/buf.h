@@ -61,6 +61,11 @@ void base_buf_i64(base_buf *b, int64_t v);
 /* Appends v as Go's strconv.FormatFloat(v, 'g', -1, 64) (client_golang's
  * exposition format): shortest round-trip digits, NaN, +Inf, -Inf. */
 void base_buf_double(base_buf *b, double v);
+/* Appends s[0..n) as a JSON string, quotes included, escaped as Go's
+ * encoding/json does (\" \\ \n \r \t, other control bytes and < > &
+ * U+2028 U+2029 as \u00XX / \u20XX), so API answers match Prometheus's
+ * byte for byte. Bytes of invalid UTF-8 are passed through. */
+void base_buf_json_str(base_buf *b, const char *s, size_t n);
 /* Takes the data out; the buffer is left empty. Caller frees with free(). */
 char *base_buf_steal(base_buf *b, size_t *ret_len);
 static inline int base_buf_err(const base_buf *b) {

@@ -130,12 +130,39 @@ static void test_str(void **state) {
     assert_true(base_str_has_suffix(base_str_c("x"), ""));
 }
 
+/* Go's encoding/json escaping, byte for byte (expected strings written by
+ * hand from json.Marshal's rules). */
+static void test_json_str(void **state) {
+    (void)state;
+    static const struct {
+        const char *in;
+        size_t n;
+        const char *want;
+    } cases[] = {
+        {"plain", 5, "\"plain\""},
+        {"a\"b\\c", 5, "\"a\\\"b\\\\c\""},
+        {"l\n\r\t", 4, "\"l\\n\\r\\t\""},
+        {"<a&b>", 5, "\"\\u003ca\\u0026b\\u003e\""},
+        {"\x01\x1f", 2, "\"\\u0001\\u001f\""},
+        {"x\0y", 3, "\"x\\u0000y\""},
+        {"\xe2\x80\xa8|\xe2\x80\xa9", 7, "\"\\u2028|\\u2029\""},
+        {"\xc3\xa9", 2, "\"\xc3\xa9\""},
+        {"", 0, "\"\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        base_buf b;
+        base_buf_init(&b, 0);
+        base_buf_json_str(&b, cases[i].in, cases[i].n);
+        base_buf_putc(&b, '\0');
+        assert_string_equal(b.data, cases[i].want);
+        base_buf_free(&b);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_append),
-        cmocka_unit_test(test_limit_sticky),
-        cmocka_unit_test(test_err_table),
-        cmocka_unit_test(test_str),
+        cmocka_unit_test(test_append), cmocka_unit_test(test_limit_sticky), cmocka_unit_test(test_err_table),
+        cmocka_unit_test(test_str),    cmocka_unit_test(test_json_str),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
