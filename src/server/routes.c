@@ -1,0 +1,324 @@
+/* routes.c -- the server's HTTP routes, and its own /metrics.
+ *
+ * Routes (Prometheus 2.42's paths, answers and status codes):
+ *   GET  /-/healthy, /-/ready (503 until the first configuration runs)
+ *   POST|PUT /-/reload, /-/quit  (403 "Lifecycle API is not enabled." without
+ *        --web.enable-lifecycle)
+ *   GET  /api/v1/targets?state=, /api/v1/targets/metadata, /api/v1/metadata,
+ *        /api/v1/status/config, /api/v1/status/buildinfo
+ *   GET  /metrics (text 0.0.4 or OpenMetrics by Accept)
+ *   GET  / (links)
+ * API errors use the API's envelope: {"status":"error","errorType":...,
+ * "error":...}. Handlers run on libmicrohttpd's threads, several at once.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/num.h"
+#include "base/time.h"
+#include "expo/expo.h"
+#include "server/server_int.h"
+
+#define CT_JSON "application/json"
+
+static const char landing[] =
+    "<!doctype html><html><head><title>Kelvin</title></head><body>"
+    "<h1>Kelvin server</h1><p>Prometheus-compatible scraping and storage for GPU clusters.</p><ul>"
+    "<li><a href=\"api/v1/targets\">targets</a> (JSON)</li>"
+    "<li><a href=\"api/v1/targets/metadata\">target metadata</a> (JSON)</li>"
+    "<li><a href=\"api/v1/status/config\">configuration</a> (JSON)</li>"
+    "<li><a href=\"metrics\">the server's own metrics</a></li></ul></body></html>\n";
+
+/* Hands a built buffer to the response (or a 500 when it overflowed). */
+static void respond_buf(http_response *resp, int status, const char *ct, base_buf *b) {
+    if (base_buf_err(b)) {
+        base_buf_free(b);
+        http_respond_text(resp, 500, "out of memory\n");
+        return;
+    }
+    size_t len;
+    char *data = base_buf_steal(b, &len);
+    resp->status = status;
+    resp->content_type = ct;
+    resp->body = data ? data : "";
+    resp->len = len;
+    resp->free_fn = data ? free : NULL;
+    resp->free_arg = data;
+}
+
+static void api_error(http_response *resp, int status, const char *type, const char *msg) {
+    base_buf b;
+    base_buf_init(&b, 0);
+    base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":");
+    base_buf_json_str(&b, type, strlen(type));
+    base_buf_puts(&b, ",\"error\":");
+    base_buf_json_str(&b, msg, strlen(msg));
+    base_buf_puts(&b, "}");
+    respond_buf(resp, status, CT_JSON, &b);
+}
+
+static int is_get(const http_request *req) {
+    return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+}
+
+static int is_post(const http_request *req) {
+    return strcmp(req->method, "POST") == 0 || strcmp(req->method, "PUT") == 0;
+}
+
+/* ---- /metrics ------------------------------------------------------------ */
+
+static void add(expo_mset *ms, const char *name, expo_type t, const char *help, const char *labels,
+                double v) {
+    expo_family *f = expo_mset_family(ms, name, t, help, "");
+    expo_mset_add(ms, f, "", labels, NULL, v);
+}
+
+static void process_metrics(server *s, expo_mset *ms) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        add(ms, "process_cpu_seconds_total", EXPO_COUNTER, "Total user and system CPU time spent in seconds.",
+            NULL,
+            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+    FILE *fp = fopen("/proc/self/statm", "r");
+    if (fp) {
+        unsigned long long size = 0, rss = 0;
+        if (fscanf(fp, "%llu %llu", &size, &rss) == 2) {
+            double page = (double)sysconf(_SC_PAGESIZE);
+            add(ms, "process_resident_memory_bytes", EXPO_GAUGE, "Resident memory size in bytes.", NULL,
+                (double)rss * page);
+            add(ms, "process_virtual_memory_bytes", EXPO_GAUGE, "Virtual memory size in bytes.", NULL,
+                (double)size * page);
+        }
+        fclose(fp);
+    }
+    add(ms, "process_start_time_seconds", EXPO_GAUGE,
+        "Start time of the process since unix epoch in seconds.", NULL, (double)s->start_ms / 1e3);
+}
+
+static void tsdb_metrics(server *s, expo_mset *ms) {
+    tsdb_db_stats st;
+    tsdb_db_stats_get(s->db, &st);
+    const tsdb_head_stats *h = &st.head;
+    add(ms, "kelvin_tsdb_head_series", EXPO_GAUGE, "Series in the head.", NULL, (double)h->series);
+    add(ms, "kelvin_tsdb_head_chunks", EXPO_GAUGE, "Closed chunks in the head.", NULL, (double)h->chunks);
+    add(ms, "kelvin_tsdb_head_samples", EXPO_GAUGE, "Samples held in the head.", NULL, (double)h->samples);
+    add(ms, "kelvin_tsdb_head_series_created_total", EXPO_COUNTER, "Series created in the head.", NULL,
+        (double)h->series_created);
+    add(ms, "kelvin_tsdb_head_series_removed_total", EXPO_COUNTER, "Series removed from the head.", NULL,
+        (double)h->series_removed);
+    add(ms, "kelvin_tsdb_head_samples_appended_total", EXPO_COUNTER, "Samples appended to the head.", NULL,
+        (double)h->totals.appended);
+    expo_family *rej = expo_mset_family(ms, "kelvin_tsdb_head_samples_rejected_total", EXPO_COUNTER,
+                                        "Samples the head refused, by reason.", "");
+    expo_mset_add(ms, rej, "", "reason=\"out_of_order\"", NULL, (double)h->totals.out_of_order);
+    expo_mset_add(ms, rej, "", "reason=\"duplicate\"", NULL, (double)h->totals.duplicate);
+    expo_mset_add(ms, rej, "", "reason=\"too_old\"", NULL, (double)h->totals.too_old);
+    add(ms, "kelvin_tsdb_blocks_loaded", EXPO_GAUGE, "Blocks on disk being served.", NULL, (double)st.blocks);
+    add(ms, "kelvin_tsdb_storage_blocks_bytes", EXPO_GAUGE, "Bytes of the blocks on disk.", NULL,
+        (double)st.block_bytes);
+    add(ms, "kelvin_tsdb_wal_bytes", EXPO_GAUGE, "Bytes of the write-ahead log on disk.", NULL,
+        (double)st.wal_bytes);
+    add(ms, "kelvin_tsdb_compactions_total", EXPO_COUNTER, "Compactions run.", NULL, (double)st.compactions);
+    add(ms, "kelvin_tsdb_compactions_failed_total", EXPO_COUNTER, "Compactions that failed.", NULL,
+        (double)st.compactions_failed);
+    add(ms, "kelvin_tsdb_head_cuts_total", EXPO_COUNTER, "Blocks cut from the head.", NULL,
+        (double)st.head_cuts);
+    expo_family *mem = expo_mset_family(ms, "kelvin_memory_bytes", EXPO_GAUGE,
+                                        "Heap memory held, by module and part (malloc's sizes).", "");
+    expo_mset_add(ms, mem, "", "module=\"tsdb\",part=\"series\"", NULL, (double)h->bytes_series);
+    expo_mset_add(ms, mem, "", "module=\"tsdb\",part=\"chunks\"", NULL, (double)h->bytes_chunks);
+    expo_mset_add(ms, mem, "", "module=\"tsdb\",part=\"out_of_order\"", NULL, (double)h->bytes_ooo);
+    expo_mset_add(ms, mem, "", "module=\"tsdb\",part=\"index\"", NULL, (double)h->bytes_index);
+    expo_mset_add(ms, mem, "", "module=\"labels\",part=\"sets_and_strings\"", NULL, (double)h->bytes_labels);
+}
+
+static void disc_metrics(server *s, expo_mset *ms) {
+    disc_stats ds;
+    disc_manager_stats(s->disc, &ds);
+    static const char *const mech[4] = {"mechanism=\"file\"", "mechanism=\"dns\"", "mechanism=\"http\"",
+                                        "mechanism=\"static\""};
+    expo_family *r = expo_mset_family(ms, "kelvin_sd_refreshes_total", EXPO_COUNTER,
+                                      "Service discovery refreshes, by mechanism.", "");
+    for (int i = 0; i < 4; i++) expo_mset_add(ms, r, "", mech[i], NULL, (double)ds.refreshes[i]);
+    expo_family *fl = expo_mset_family(ms, "kelvin_sd_refresh_failures_total", EXPO_COUNTER,
+                                       "Service discovery refreshes that failed, by mechanism.", "");
+    for (int i = 0; i < 4; i++) expo_mset_add(ms, fl, "", mech[i], NULL, (double)ds.failures[i]);
+    add(ms, "kelvin_sd_discovered_targets", EXPO_GAUGE,
+        "Targets found by service discovery (before relabeling).", NULL, (double)ds.targets);
+}
+
+static void self_metrics(server *s, const http_request *req, http_response *resp) {
+    expo_mset ms;
+    expo_mset_init(&ms);
+    add(&ms, "kelvin_build_info", EXPO_GAUGE, "Kelvin's version.", "version=\"" KELVIN_VERSION "\"", 1);
+    process_metrics(s, &ms);
+    add(&ms, "kelvin_config_last_reload_successful", EXPO_GAUGE,
+        "Whether the last configuration reload attempt was successful.", NULL, s->reload_ok);
+    add(&ms, "kelvin_config_last_reload_success_timestamp_seconds", EXPO_GAUGE,
+        "Timestamp of the last successful configuration reload.", NULL, (double)s->reload_success_ms / 1e3);
+    add(&ms, "kelvin_config_reloads_total", EXPO_COUNTER, "Configuration loads that succeeded.", NULL,
+        (double)s->reloads);
+    add(&ms, "kelvin_config_reload_failures_total", EXPO_COUNTER, "Configuration loads that failed.", NULL,
+        (double)s->reload_failures);
+    if (s->db) tsdb_metrics(s, &ms);
+    if (s->ready) {
+        scrape_manager_metrics(s->scrape, &ms);
+        disc_metrics(s, &ms);
+    }
+    expo_format fmt = http_prefers_openmetrics(req->accept) ? EXPO_FMT_OPENMETRICS : EXPO_FMT_TEXT;
+    base_buf b;
+    base_buf_init(&b, 0);
+    expo_mset *sets[1] = {&ms};
+    if (ms.err || expo_write(sets, 1, fmt, &b) != 0) base_buf_free(&b), b.err = BASE_E_NOMEM;
+    expo_mset_free(&ms);
+    respond_buf(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT, &b);
+}
+
+/* ---- API ----------------------------------------------------------------- */
+
+static long arg_limit(const http_request *req, int *bad) {
+    const char *l = http_request_arg(req, "limit");
+    int64_t v = -1;
+    *bad = 0;
+    if (l && *l && base_parse_i64(l, strlen(l), &v) != 0) *bad = 1;
+    return (long)v;
+}
+
+static void api_config(server *s, http_response *resp) {
+    base_buf b;
+    base_buf_init(&b, 0);
+    pthread_rwlock_rdlock(&s->cfg_lock);
+    base_buf_puts(&b, "{\"status\":\"success\",\"data\":{\"yaml\":");
+    if (s->cfg)
+        base_buf_json_str(&b, s->cfg->text, s->cfg->text_len);
+    else
+        base_buf_puts(&b, "\"\"");
+    base_buf_puts(&b, "}}");
+    pthread_rwlock_unlock(&s->cfg_lock);
+    respond_buf(resp, 200, CT_JSON, &b);
+}
+
+static void api(server *s, const http_request *req, http_response *resp) {
+    const char *p = req->path + 7; /* after /api/v1 */
+    if (!is_get(req) && !(is_post(req) && strcmp(p, "/status/config") != 0)) {
+        api_error(resp, 405, "bad_data", "method not allowed");
+        return;
+    }
+    if (!s->ready) {
+        api_error(resp, 503, "unavailable", "Service Unavailable");
+        return;
+    }
+    base_buf b;
+    base_buf_init(&b, 0);
+    char err[512] = "";
+    int bad = 0;
+    if (strcmp(p, "/targets") == 0) {
+        const char *state = http_request_arg(req, "state");
+        if (scrape_manager_targets_json(s->scrape, state, &b) != 0) b.err = BASE_E_NOMEM;
+        respond_buf(resp, 200, CT_JSON, &b);
+    } else if (strcmp(p, "/targets/metadata") == 0) {
+        long limit = arg_limit(req, &bad);
+        if (bad) {
+            base_buf_free(&b);
+            api_error(resp, 400, "bad_data", "limit must be a number");
+            return;
+        }
+        int rc = scrape_manager_metadata_json(s->scrape, http_request_arg(req, "match_target"),
+                                              http_request_arg(req, "metric"), limit, &b, err, sizeof err);
+        if (rc == BASE_E_INVAL) {
+            base_buf_free(&b);
+            api_error(resp, 400, "bad_data", err);
+            return;
+        }
+        if (rc) b.err = rc;
+        respond_buf(resp, 200, CT_JSON, &b);
+    } else if (strcmp(p, "/metadata") == 0) {
+        long limit = arg_limit(req, &bad);
+        if (bad) {
+            base_buf_free(&b);
+            api_error(resp, 400, "bad_data", "limit must be a number");
+            return;
+        }
+        if (scrape_manager_metric_metadata_json(s->scrape, http_request_arg(req, "metric"), limit, &b) != 0)
+            b.err = BASE_E_NOMEM;
+        respond_buf(resp, 200, CT_JSON, &b);
+    } else if (strcmp(p, "/status/config") == 0) {
+        base_buf_free(&b);
+        api_config(s, resp);
+    } else if (strcmp(p, "/status/buildinfo") == 0) {
+        base_buf_puts(&b, "{\"status\":\"success\",\"data\":{\"version\":\"" KELVIN_VERSION
+                          "\",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\","
+                          "\"goVersion\":\"\"}}");
+        respond_buf(resp, 200, CT_JSON, &b);
+    } else {
+        base_buf_free(&b);
+        api_error(resp, 404, "not_found", "unknown API endpoint");
+    }
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void lifecycle(server *s, const http_request *req, http_response *resp, int quit) {
+    if (!is_post(req)) {
+        http_respond_text(resp, 405, "Only POST or PUT requests allowed\n");
+        return;
+    }
+    if (!s->flags.lifecycle) {
+        http_respond_text(resp, 403, "Lifecycle API is not enabled.\n");
+        return;
+    }
+    if (quit) {
+        http_respond_text(resp, 200, "Requesting termination... Goodbye!\n");
+        kill(getpid(), SIGTERM);
+        return;
+    }
+    char err[1024];
+    if (server__reload(s, err, sizeof err) != 0) {
+        char msg[1100];
+        int n = snprintf(msg, sizeof msg, "failed to reload config: %s\n", err);
+        http_respond_copy(resp, 500, "text/plain; charset=utf-8", msg,
+                          (size_t)n < sizeof msg ? (size_t)n : 0);
+        return;
+    }
+    http_respond_text(resp, 200, "");
+}
+
+void server__handle(void *ctx, const http_request *req, http_response *resp) {
+    server *s = ctx;
+    const char *p = req->path;
+    if (strncmp(p, "/api/v1/", 8) == 0) {
+        api(s, req, resp);
+        return;
+    }
+    if (strcmp(p, "/-/reload") == 0 || strcmp(p, "/-/quit") == 0) {
+        lifecycle(s, req, resp, p[3] == 'q');
+        return;
+    }
+    if (!is_get(req)) {
+        http_respond_text(resp, 405, "method not allowed\n");
+        return;
+    }
+    if (strcmp(p, "/-/healthy") == 0) {
+        http_respond_text(resp, 200, "Prometheus Server is Healthy.\n");
+    } else if (strcmp(p, "/-/ready") == 0) {
+        if (s->ready)
+            http_respond_text(resp, 200, "Prometheus Server is Ready.\n");
+        else
+            http_respond_text(resp, 503, "Service Unavailable\n");
+    } else if (strcmp(p, "/metrics") == 0) {
+        self_metrics(s, req, resp);
+    } else if (strcmp(p, "/") == 0) {
+        http_respond_text(resp, 200, landing);
+        resp->content_type = "text/html; charset=utf-8";
+    } else {
+        http_respond_text(resp, 404, "404 page not found\n");
+    }
+}

@@ -1,0 +1,277 @@
+/* server.c -- `kelvin server`: flags, wiring, reload, lifecycle.
+ *
+ * Wiring: the TSDB is opened first (its WAL replayed), then the scrape
+ * manager (which appends to the TSDB's head) and the discovery manager
+ * (whose sink is scrape_manager_sync), then the configuration is applied,
+ * then HTTP starts. Shutdown runs the other way: HTTP stops first, then
+ * discovery, then scraping, then the TSDB closes (its WAL is complete).
+ *
+ * Reload (SIGHUP, POST /-/reload): the new file is loaded and checked in
+ * full before anything changes; a file that fails leaves the running
+ * configuration untouched, is logged with its reason, answered with 500
+ * on /-/reload, and sets kelvin_config_last_reload_successful to 0. A good
+ * one is applied to the scrape manager first (so jobs exist before their
+ * targets arrive), then to discovery; the old configuration is freed only
+ * after both let go of it. Reloads are serialised by reload_mu.
+ *
+ * Threads: main waits for signals (SIGHUP reloads, SIGINT/SIGTERM stop),
+ * libmicrohttpd's pool runs the routes (routes.c), discovery and scrape
+ * run their own.
+ */
+#include "server/server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/flag.h"
+#include "base/log.h"
+#include "base/time.h"
+#include "server/server_int.h"
+
+/* The configuration used when --config.file is left at its default and no
+ * prometheus.yml exists: Kelvin scrapes itself and a local agent, so
+ * `kelvin server` next to `kelvin agent` works with no file at all. */
+static const char default_config_fmt[] = "# kelvin server's embedded default configuration\n"
+                                         "global:\n"
+                                         "  scrape_interval: 15s\n"
+                                         "  evaluation_interval: 15s\n"
+                                         "scrape_configs:\n"
+                                         "  - job_name: kelvin\n"
+                                         "    static_configs:\n"
+                                         "      - targets: ['%s']\n"
+                                         "  - job_name: kelvin-agent\n"
+                                         "    scrape_interval: 5s\n"
+                                         "    static_configs:\n"
+                                         "      - targets: ['localhost:9400']\n";
+
+static const char default_config_file[] = "prometheus.yml";
+
+/* Loads the configuration named by the flags (or the embedded one). */
+static int load_config(server *s, cfg_config **ret, char *err, size_t errlen) {
+    if (s->use_embedded) {
+        char self[300], text[sizeof default_config_fmt + 300];
+        snprintf(self, sizeof self, "localhost:%u", s->port ? s->port : 9090);
+        int n = snprintf(text, sizeof text, default_config_fmt, self);
+        return cfg_load_buf(text, (size_t)n, "<embedded default>", NULL, ret, err, errlen);
+    }
+    return cfg_load_file(s->flags.config_file, ret, err, errlen);
+}
+
+int server__reload(server *s, char *err, size_t errlen) {
+    pthread_mutex_lock(&s->reload_mu);
+    cfg_config *c = NULL;
+    int64_t t0 = base_mono_ns();
+    int rc = load_config(s, &c, err, errlen);
+    if (rc == 0 && (rc = scrape_manager_apply(s->scrape, c, err, errlen)) == 0)
+        rc = disc_manager_apply(s->disc, c, err, errlen);
+    if (rc != 0) {
+        /* A failed apply may leave a manager pointing at c: re-apply the
+         * running configuration before c goes. */
+        if (c && s->cfg) {
+            char e2[256];
+            if (scrape_manager_apply(s->scrape, s->cfg, e2, sizeof e2) != 0 ||
+                disc_manager_apply(s->disc, s->cfg, e2, sizeof e2) != 0)
+                base_log(BASE_LOG_ERROR, "restoring the previous configuration failed", "err", e2, NULL);
+        }
+        cfg_free(c);
+        s->reload_ok = 0;
+        s->reload_failures++;
+        base_log(BASE_LOG_ERROR, "Error loading config", "file", s->config_name, "err", err, NULL);
+        pthread_mutex_unlock(&s->reload_mu);
+        return rc;
+    }
+    cfg_config *old = s->cfg;
+    pthread_rwlock_wrlock(&s->cfg_lock);
+    s->cfg = c;
+    pthread_rwlock_unlock(&s->cfg_lock);
+    cfg_free(old);
+    s->reload_ok = 1;
+    s->reloads++;
+    s->reload_success_ms = base_unix_ms();
+    char dur[32], jobs[24];
+    snprintf(dur, sizeof dur, "%.3fms", (double)(base_mono_ns() - t0) / 1e6);
+    snprintf(jobs, sizeof jobs, "%zu", c->nscrapes);
+    base_log(BASE_LOG_INFO, "Completed loading of configuration file", "filename", s->config_name, "jobs",
+             jobs, "totalDuration", dur, NULL);
+    pthread_mutex_unlock(&s->reload_mu);
+    return 0;
+}
+
+static void on_bad_block(void *ctx, const char *dir, const char *msg) {
+    (void)ctx;
+    base_log(BASE_LOG_ERROR, "block is damaged and will not be read", "block", dir, "err", msg, NULL);
+}
+
+static void disc_to_scrape(void *ctx, const char *set, const disc_group *const *groups, size_t n) {
+    server *s = ctx;
+    if (strncmp(set, "alertmanager/", 13) == 0) return; /* the notifier's, later */
+    scrape_manager_sync(s->scrape, set, groups, n);
+}
+
+int server_main(int argc, char **argv) {
+    server s;
+    memset(&s, 0, sizeof s);
+    server_flags *f = &s.flags;
+    f->config_file = default_config_file;
+    f->listen = "0.0.0.0:9090";
+    f->log_level = "info";
+    f->log_format = "logfmt";
+    f->max_body = 64 << 20;
+    tsdb_db_flagvars tv;
+    tsdb_db_flagvars_init(&tv);
+
+    base_flag flags[16 + TSDB_DB_NFLAGS] = {
+        {"config.file", BASE_FLAG_STRING, &f->config_file,
+         "Prometheus configuration file path (default prometheus.yml; when that file does not exist and "
+         "the flag is not given, an embedded configuration scrapes this server and a local agent)."},
+        {"web.listen-address", BASE_FLAG_STRING, &f->listen,
+         "Address to listen on for UI, API, and telemetry."},
+        {"web.enable-lifecycle", BASE_FLAG_BOOL, &f->lifecycle,
+         "Enable shutdown and reload via HTTP request."},
+        {"web.enable-admin-api", BASE_FLAG_BOOL, &f->admin_api,
+         "Enable API endpoints for admin control actions."},
+        {"web.max-request-size", BASE_FLAG_SIZE, &f->max_body, "Largest request body accepted."},
+        {"scrape.threads", BASE_FLAG_INT, &f->scrape_threads,
+         "Scraper threads (each drives many targets through libcurl's multi interface); 0: one per two "
+         "cores."},
+        {"log.level", BASE_FLAG_STRING, &f->log_level,
+         "Only log messages with the given severity or above: debug, info, warn, error."},
+        {"log.format", BASE_FLAG_STRING, &f->log_format, "Output format of log messages: logfmt or json."},
+    };
+    size_t nflags = 8;
+    nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
+
+    char err[1024] = "";
+    int rc = base_flags_parse(flags, nflags, argc, argv, err, sizeof err);
+    if (rc == 1) {
+        base_flags_usage(stdout, "kelvin server [flags]",
+                         "Scrapes the targets of a Prometheus configuration, stores the samples, and serves\n"
+                         "Prometheus's HTTP API.",
+                         flags, nflags);
+        return 0;
+    }
+    if (rc) {
+        fprintf(stderr, "kelvin server: %s (see --help)\n", err);
+        return 2;
+    }
+    if (base_log_set_level(f->log_level) || base_log_set_format(f->log_format)) {
+        fprintf(stderr, "kelvin server: invalid --log.level or --log.format\n");
+        return 2;
+    }
+    tsdb_db_opts dbo;
+    if (tsdb_db_flags_apply(&tv, &dbo, err, sizeof err) != 0) {
+        fprintf(stderr, "kelvin server: %s (see --help)\n", err);
+        return 2;
+    }
+    dbo.on_bad_block = on_bad_block;
+    struct stat st;
+    s.use_embedded = f->config_file == default_config_file && stat(default_config_file, &st) != 0;
+    s.config_name = s.use_embedded ? "<embedded default>" : f->config_file;
+
+    /* Check the configuration before anything is opened: a typo must not
+     * cost a WAL replay. */
+    cfg_config *first = NULL;
+    if (load_config(&s, &first, err, sizeof err) != 0) {
+        base_log(BASE_LOG_ERROR, "Error loading config", "file", s.config_name, "err", err, NULL);
+        return 1;
+    }
+    cfg_free(first);
+    if (s.use_embedded)
+        base_log(BASE_LOG_WARN,
+                 "no prometheus.yml here and no --config.file: using the embedded default "
+                 "configuration (this server and a local agent on :9400)",
+                 NULL);
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigaddset(&sigs, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* every thread created below inherits this */
+    pthread_mutex_init(&s.reload_mu, NULL);
+    pthread_rwlock_init(&s.cfg_lock, NULL);
+    s.start_ms = base_unix_ms();
+
+    int exit_code = 1;
+    tsdb_db_report rep;
+    int64_t t0 = base_mono_ns();
+    base_log(BASE_LOG_INFO, "Starting TSDB ...", "path", dbo.path, NULL);
+    if ((rc = tsdb_db_open(&dbo, &s.db, &rep, err, sizeof err)) != 0) {
+        base_log(BASE_LOG_ERROR, "Opening storage failed", "path", dbo.path, "err", err, NULL);
+        goto out;
+    }
+    {
+        char dur[32], series[24], blocks[24];
+        snprintf(dur, sizeof dur, "%.3fs", (double)(base_mono_ns() - t0) / 1e9);
+        snprintf(series, sizeof series, "%llu",
+                 (unsigned long long)tsdb_head_series_count(tsdb_db_head(s.db)));
+        snprintf(blocks, sizeof blocks, "%zu", rep.blocks);
+        base_log(BASE_LOG_INFO, "TSDB started", "duration", dur, "head_series", series, "blocks", blocks,
+                 NULL);
+        if (rep.first_error[0])
+            base_log(BASE_LOG_WARN, "storage repaired at open", "first_problem", rep.first_error, NULL);
+    }
+
+    http_server_opts hs = {.listen_address = f->listen, .max_body = (size_t)f->max_body, .threads = 4};
+    if ((rc = http_server_start(&hs, server__handle, &s, &s.http, err, sizeof err)) != 0) {
+        base_log(BASE_LOG_ERROR, "cannot serve HTTP", "err", err, NULL);
+        goto out;
+    }
+    s.port = http_server_port(s.http);
+
+    scrape_opts so = {.db = s.db, .threads = (unsigned)f->scrape_threads, .identity = f->listen};
+    if ((rc = scrape_manager_new(&so, &s.scrape, err, sizeof err)) != 0) {
+        base_log(BASE_LOG_ERROR, "cannot start the scrape manager", "err", err, NULL);
+        goto out;
+    }
+    disc_opts dopt = {.sink = disc_to_scrape, .sink_ctx = &s};
+    if ((rc = disc_manager_new(&dopt, &s.disc, err, sizeof err)) != 0) {
+        base_log(BASE_LOG_ERROR, "cannot start service discovery", "err", err, NULL);
+        goto out;
+    }
+    if (server__reload(&s, err, sizeof err) != 0) goto out;
+    s.ready = 1;
+    {
+        char port[16];
+        snprintf(port, sizeof port, "%u", s.port);
+        base_log(BASE_LOG_INFO, "Server is ready to receive web requests.", "address", f->listen, "port",
+                 port, "version", KELVIN_VERSION, NULL);
+    }
+
+    for (;;) {
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        if (sig == SIGPIPE) continue;
+        if (sig == SIGHUP) {
+            server__reload(&s, err, sizeof err); /* logged inside */
+            continue;
+        }
+        base_log(BASE_LOG_INFO, "Received termination request, exiting gracefully...", "signal",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+        break;
+    }
+    exit_code = 0;
+
+out:
+    s.ready = 0;
+    http_server_stop(s.http);
+    disc_manager_free(s.disc);
+    scrape_manager_free(s.scrape);
+    if (s.db && tsdb_db_close(s.db) != 0) {
+        base_log(BASE_LOG_ERROR, "closing the TSDB failed", NULL);
+        exit_code = 1;
+    }
+    cfg_free(s.cfg);
+    pthread_rwlock_destroy(&s.cfg_lock);
+    pthread_mutex_destroy(&s.reload_mu);
+    if (exit_code == 0) base_log(BASE_LOG_INFO, "See you next time!", NULL);
+    return exit_code;
+}
