@@ -474,6 +474,15 @@ base_str labels_builder_get(const labels_builder *b, base_str name) {
     return i >= 0 ? b->pairs[i].value : (base_str){"", 0};
 }
 
+size_t labels_builder_pairs(const labels_builder *b, base_str *ret_names, base_str *ret_values, size_t cap) {
+    size_t k = b->n < cap ? b->n : cap;
+    for (size_t i = 0; i < k; i++) {
+        ret_names[i] = b->pairs[i].name;
+        ret_values[i] = b->pairs[i].value;
+    }
+    return b->n;
+}
+
 static int pair_cmp(const void *a, const void *b) {
     return labels__strcmp(((const labels__bpair *)a)->name, ((const labels__bpair *)b)->name);
 }

@@ -238,6 +238,11 @@ int labels_builder_set(labels_builder *b, base_str name, base_str value);
 void labels_builder_del(labels_builder *b, base_str name);
 /* The current value of `name` (empty view when absent). */
 base_str labels_builder_get(const labels_builder *b, base_str name);
+/* Copies the builder's current pairs (views, valid as the strings given
+ * to the builder are) into ret_names/ret_values[0..min(n, cap)) and
+ * returns n, the number of pairs. The order is unspecified; pairs added
+ * with an empty value are included. Call again with cap >= n for all. */
+size_t labels_builder_pairs(const labels_builder *b, base_str *ret_names, base_str *ret_values, size_t cap);
 /* Sorts and checks the pairs, interns them and returns a new set. The
  * builder keeps its contents. Errors (err gets the message):
  * BASE_E_INVAL `empty label name`, `label name "a" is not unique`, and
