@@ -662,7 +662,7 @@ static int do_labels(scratch *s, const relabel_rule *r, labels_builder *b) {
 
 static int apply(scratch *s, const relabel_rule *r, labels_builder *b) {
     base_str val;
-    int stable, m;
+    int stable = 0, m;
     int rc = join(s, r, b, &val, &stable);
     if (rc < 0) return rc;
     switch (r->action) {

@@ -55,7 +55,10 @@ int scrape_manager_new(const scrape_opts *o, scrape_manager **ret, char *err, si
 /* Takes a new configuration (c must stay alive until the next apply or
  * the manager's end). */
 int scrape_manager_apply(scrape_manager *m, const cfg_config *c, char *err, size_t errlen);
-/* The discovery sink: every group of a job. Cheap when nothing changed. */
+/* The discovery sink: every group of a job. Cheap when nothing changed
+ * (the groups are compared with the last ones first). Groups of a job the
+ * configuration does not have (yet) are kept and used when an apply brings
+ * the job. */
 void scrape_manager_sync(scrape_manager *m, const char *job, const disc_group *const *groups, size_t n);
 /* Stops every loop (no end-of-run staleness markers, as Prometheus at
  * shutdown), joins the threads, frees. */
@@ -65,12 +68,18 @@ void scrape_manager_free(scrape_manager *m);
  * {"status":"success","data":{...}} document). state: NULL or "any",
  * "active", "dropped". */
 int scrape_manager_targets_json(scrape_manager *m, const char *state, base_buf *out);
-/* The JSON of GET /api/v1/targets/metadata. match_target: a series
- * selector over target labels ("" or NULL: all), metric: "" or NULL for
- * all, limit <= 0: none. BASE_E_INVAL with a message for a bad selector. */
+/* The JSON of GET /api/v1/targets/metadata: only the `data` array
+ * ([{"target":{..},"metric":"x","type":..,"help":..,"unit":..}], without
+ * "metric" when one is asked for, as 2.42); "[]" when nothing matched,
+ * which Prometheus answers with the error "specified metadata not found"
+ * (the caller's to send). match_target: a series selector over target
+ * labels ("" or NULL: all), metric: "" or NULL for all, limit <= 0: none.
+ * BASE_E_INVAL with a message for a bad selector. */
 int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, const char *metric, long limit,
                                  base_buf *out, char *err, size_t errlen);
-/* The JSON of GET /api/v1/metadata (per metric, over all targets). */
+/* The JSON of GET /api/v1/metadata: only the `data` object
+ * ({"x":[{"type":..,"help":..,"unit":..}]}, per metric over all targets,
+ * distinct entries, names sorted; limit counts metrics). */
 int scrape_manager_metric_metadata_json(scrape_manager *m, const char *metric, long limit, base_buf *out);
 /* Kelvin's own figures (targets, scrapes, failures by reason, samples
  * appended, memory of the pools) as kelvin_scrape_* families. */

@@ -231,6 +231,8 @@ static void api(server *s, const http_request *req, http_response *resp) {
             api_error(resp, 400, "bad_data", "limit must be a number");
             return;
         }
+        base_buf_puts(&b, "{\"status\":\"success\",\"data\":");
+        size_t at = b.len;
         int rc = scrape_manager_metadata_json(s->scrape, http_request_arg(req, "match_target"),
                                               http_request_arg(req, "metric"), limit, &b, err, sizeof err);
         if (rc == BASE_E_INVAL) {
@@ -238,7 +240,13 @@ static void api(server *s, const http_request *req, http_response *resp) {
             api_error(resp, 400, "bad_data", err);
             return;
         }
+        if (rc == 0 && b.len - at == 2 && memcmp(b.data + at, "[]", 2) == 0) {
+            base_buf_free(&b); /* 2.42: nothing matched is an error */
+            api_error(resp, 404, "not_found", "specified metadata not found");
+            return;
+        }
         if (rc) b.err = rc;
+        base_buf_puts(&b, "}");
         respond_buf(resp, 200, CT_JSON, &b);
     } else if (strcmp(p, "/metadata") == 0) {
         long limit = arg_limit(req, &bad);
@@ -247,8 +255,10 @@ static void api(server *s, const http_request *req, http_response *resp) {
             api_error(resp, 400, "bad_data", "limit must be a number");
             return;
         }
+        base_buf_puts(&b, "{\"status\":\"success\",\"data\":");
         if (scrape_manager_metric_metadata_json(s->scrape, http_request_arg(req, "metric"), limit, &b) != 0)
             b.err = BASE_E_NOMEM;
+        base_buf_puts(&b, "}");
         respond_buf(resp, 200, CT_JSON, &b);
     } else if (strcmp(p, "/status/config") == 0) {
         base_buf_free(&b);
