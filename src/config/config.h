@@ -16,6 +16,21 @@
  * TLS files) are made absolute against the config file's directory, as
  * Prometheus's SetDirectory does.
  *
+ * Sections and fields read: global, rule_files, scrape_configs (static,
+ * file, dns and http service discovery), alerting, remote_write, with
+ * the common HTTP client fields. What 2.42 has and Kelvin does not yet
+ * (kubernetes_sd_configs and the other SD mechanisms, oauth2, sigv4,
+ * proxy_connect_header, remote_read, storage, tracing) is refused with
+ * "X is not supported by Kelvin yet" -- unless its value is null, which
+ * configures nothing. One rule of Kelvin's own: a scrape scheme other
+ * than http or https (any case) is refused at load; 2.42 loads it and
+ * fails every scrape.
+ *
+ * Limits (a hostile file gets an error, never a crash or a stall): 64 MiB
+ * of text, 64 levels of nesting, 1M YAML nodes, 2M nodes decoded with
+ * aliases expanded, 10k merge-key (`<<`) expansions; an alias cycle is an
+ * error.
+ *
  * Memory: a cfg_config owns every string and array in it (malloc'd) and is
  * freed whole by cfg_free(). It is never modified after loading, so threads
  * may read it freely while they hold it.
@@ -47,12 +62,14 @@ typedef struct cfg_param {
 } cfg_param;
 
 typedef struct cfg_tls {
-    char *ca_file, *cert_file, *key_file, *server_name, *min_version;
+    char *ca_file, *cert_file, *key_file, *server_name, *min_version, *max_version; /* NULL or "" if unset */
     int insecure_skip_verify;
 } cfg_tls;
 
 /* Prometheus's common HTTPClientConfig. `bearer_token` and
- * `bearer_token_file` are folded into authorization (type "Bearer"). */
+ * `bearer_token_file` are folded into authorization (type "Bearer"), as
+ * Validate does; has_authorization then says authorization is in use and
+ * auth_type is never NULL. A string field that was not given is NULL. */
 typedef struct cfg_http {
     int has_basic_auth;
     char *basic_auth_username, *basic_auth_password, *basic_auth_password_file;
@@ -84,7 +101,7 @@ typedef struct cfg_dns_sd {
     char **names;
     size_t nnames;
     cfg_dns_type type;           /* default SRV */
-    unsigned port;               /* required for A, AAAA, MX */
+    unsigned port;               /* required for A, AAAA, MX (2.42 does not range-check it) */
     int64_t refresh_interval_ms; /* default 30s */
 } cfg_dns_sd;
 
@@ -110,13 +127,13 @@ typedef struct cfg_scrape {
     char *job_name;
     int64_t scrape_interval_ms, scrape_timeout_ms;
     char *metrics_path; /* default "/metrics" */
-    char *scheme;       /* default "http" */
+    char *scheme;       /* default "http"; "http" or "https" in any case, as given */
     cfg_param *params;
     size_t nparams;
     int honor_labels;     /* default 0 */
     int honor_timestamps; /* default 1 */
     uint64_t sample_limit, label_limit, label_name_length_limit, label_value_length_limit, target_limit,
-        body_size_limit; /* 0 = none */
+        body_size_limit; /* 0 = none; body_size_limit in bytes (units are powers of 1024) */
     cfg_http http;
     cfg_sd sd;
     relabel_rule *relabel;
@@ -153,6 +170,7 @@ typedef struct cfg_remote_write {
     size_t nwrite_relabel;
     cfg_http http;
     int send_exemplars;
+    int send_native_histograms;
     /* queue_config, Prometheus's defaults */
     int64_t q_capacity, q_max_shards, q_min_shards, q_max_samples_per_send;
     int64_t q_batch_send_deadline_ms, q_min_backoff_ms, q_max_backoff_ms;
@@ -163,6 +181,7 @@ typedef struct cfg_remote_write {
     int64_t md_max_samples_per_send;
 } cfg_remote_write;
 
+/* external_labels are sorted by name (labels.FromMap). */
 typedef struct cfg_global {
     int64_t scrape_interval_ms;     /* default 1m */
     int64_t scrape_timeout_ms;      /* default 10s */
@@ -186,7 +205,9 @@ typedef struct cfg_config {
 } cfg_config;
 
 /* Reads and checks a configuration file. 0, or a negative BASE_E_* with
- * "FILE:LINE: message" in err (BASE_E_IO when the file can't be read). */
+ * "FILE:LINE: message" in err: BASE_E_INVAL (a field or a rule is wrong),
+ * BASE_E_PARSE (not YAML), BASE_E_LIMIT, BASE_E_NOMEM, BASE_E_IO (the file
+ * can't be read). *ret is written only on success; free it with cfg_free. */
 int cfg_load_file(const char *path, cfg_config **ret, char *err, size_t errlen);
 /* The same over bytes in memory; `name` stands for the file in messages and
  * relative paths resolve against `dir` (NULL: the current directory). */

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""check_config.py -- `kelvin check config` against promtool 2.42's `check config`.
+
+For every file under tests/fixtures/configs/{good,bad}/*.yml, runs
+$KELVIN_PEERS/bin/promtool check config FILE and $KELVIN_BIN check config
+FILE and asserts:
+  - the same verdict (exit status 0, or non-zero) from both programs, except
+    for files marked `# known-difference: why`, where promtool must accept
+    and Kelvin must refuse (the difference is asserted, not skipped);
+  - every good/ file passes and every bad/ file fails in Kelvin;
+  - a bad/ file's first line `# error: TEXT` appears in Kelvin's stderr
+    (the message uses Prometheus's words).
+Prints a per-file table; exits 1 on any mismatch.
+"""
+import glob
+import os
+import subprocess
+import sys
+
+
+def run(argv):
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out"
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def marker(path, name):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f.read().splitlines()[:5]:
+            if line.startswith("# " + name + ":"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def main():
+    src = os.environ.get("KELVIN_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    kelvin = os.environ.get("KELVIN_BIN")
+    peers = os.environ.get("KELVIN_PEERS", os.path.join(src, "build", "peers"))
+    promtool = os.path.join(peers, "bin", "promtool")
+    if not kelvin or not os.access(kelvin, os.X_OK):
+        print("check_config: KELVIN_BIN is not set to an executable", file=sys.stderr)
+        return 1
+    if not os.access(promtool, os.X_OK):
+        print("check_config: %s not found (run scripts/peers)" % promtool, file=sys.stderr)
+        return 1
+    base = os.path.join(src, "tests", "fixtures", "configs")
+    files = [("good", f) for f in sorted(glob.glob(os.path.join(base, "good", "*.yml")))]
+    files += [("bad", f) for f in sorted(glob.glob(os.path.join(base, "bad", "*.yml")))]
+    if len(files) < 20:
+        print("check_config: only %d fixture files found under %s" % (len(files), base), file=sys.stderr)
+        return 1
+    failures = []
+    print("%-4s %-40s %8s %8s  %s" % ("kind", "file", "promtool", "kelvin", "result"))
+    for kind, path in files:
+        name = os.path.relpath(path, base)
+        prc, _, perr = run([promtool, "check", "config", path])
+        krc, kout, kerr = run([kelvin, "check", "config", path])
+        known = marker(path, "known-difference")
+        want_err = marker(path, "error")
+        problems = []
+        if krc not in (0, 1):
+            problems.append("kelvin exit status %d (crash or usage error): %s" % (krc, kerr.strip()[-300:]))
+        if kind == "good" and krc != 0:
+            problems.append("kelvin refused a good file: %s" % kerr.strip())
+        if kind == "bad" and krc == 0:
+            problems.append("kelvin accepted a bad file")
+        if known:
+            if prc != 0 or krc == 0:
+                problems.append("known difference (%s) no longer holds: promtool %d, kelvin %d" % (known, prc, krc))
+        elif (prc == 0) != (krc == 0):
+            problems.append("verdicts differ: promtool %d (%s), kelvin %d (%s)" % (prc, perr.strip()[-200:], krc,
+                                                                                  kerr.strip()[-200:]))
+        if kind == "bad" and not want_err:
+            problems.append("bad file without a '# error:' line")
+        if kind == "bad" and want_err and want_err not in kerr:
+            problems.append("kelvin's message lacks %r: %s" % (want_err, kerr.strip()))
+        if kind == "good" and "Checking " + path not in kout:
+            problems.append("no 'Checking FILE' line on stdout")
+        result = "ok" if not problems else "FAIL"
+        if known and not problems:
+            result = "ok (known difference)"
+        print("%-4s %-40s %8d %8d  %s" % (kind, name, prc, krc, result))
+        for p in problems:
+            failures.append("%s: %s" % (name, p))
+    if failures:
+        print("\n%d problem(s):" % len(failures), file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        return 1
+    print("\nall %d files agree" % len(files))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
