@@ -280,9 +280,6 @@ static int check(const relabel_rule *r, const eff *e, char *err, size_t errlen) 
                     relabel_action_name(a));
     if ((rep || lu || eq) && !relabel__valid_target(e->target.p, e->target.n))
         return fail_q(err, errlen, e->target, inv_target, a);
-    /* Not in 2.42 (added in 2.49): lowercase/uppercase write target_label
-     * unexpanded, so a template there would only yield an invalid name. */
-    if (lu && !labels_valid_label_name(e->target)) return fail_q(err, errlen, e->target, inv_target, a);
     if ((lu || eq) && !base_str_eqc(e->repl, "$1"))
         return fail(err, errlen, "'replacement' can not be set for %s action", relabel_action_name(a));
     if (a == RELABEL_LABELMAP && !relabel__valid_target(e->repl.p, e->repl.n))
@@ -618,6 +615,11 @@ static int do_case(scratch *s, const relabel_rule *r, labels_builder *b, base_st
         if (base_buf_err(&s->tmp)) return base_buf_err(&s->tmp);
         if ((rc = keep_str(s, (base_str){s->tmp.data, s->tmp.len}, &res)) < 0) return rc;
     }
+    /* 2.42 accepts a template as lowercase/uppercase's target_label (it
+     * checks only the replace pattern) and writes it unexpanded, an invalid
+     * label name; Kelvin accepts the same configurations but leaves such a
+     * label out rather than storing a name no query could match. */
+    if (!labels_valid_label_name(r->eff_target)) return 0;
     return labels_builder_set(b, r->eff_target, res);
 }
 

@@ -318,9 +318,10 @@ static void test_validate_messages(void **state) {
     expect_invalid(&r, "\"a-b\" is invalid 'target_label' for replace action");
     raw(&r, RELABEL_REPLACE, "a", NULL, "caf\xc3\xa9", NULL);
     expect_invalid(&r, "\"café\" is invalid 'target_label' for replace action");
-    /* lowercase/uppercase: valid label name */
+    /* lowercase/uppercase: the replace pattern, so 2.42 accepts a template
+     * (which processing leaves out, see do_case) */
     raw(&r, RELABEL_LOWERCASE, "a", NULL, "${3}", NULL);
-    expect_invalid(&r, "\"${3}\" is invalid 'target_label' for lowercase action");
+    expect_valid(&r);
     raw(&r, RELABEL_UPPERCASE, "a", NULL, "x y", NULL);
     expect_invalid(&r, "\"x y\" is invalid 'target_label' for uppercase action");
     raw(&r, RELABEL_UPPERCASE, "a", NULL, "b", "x");
