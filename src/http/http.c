@@ -223,11 +223,11 @@ int http_server_start(const http_server_opts *opts, http_handler handler, void *
     }
     s->fd = fd;
     unsigned threads = opts->threads ? opts->threads : 2;
-    s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL,
-                              on_request, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
-                              threads, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                              MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 30u,
-                              MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_END);
+    s->mhd = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 30u,
+        MHD_OPTION_CONNECTION_LIMIT, opts->max_connections ? opts->max_connections : 256u, MHD_OPTION_END);
     if (!s->mhd) {
         snprintf(err, errlen, "libmicrohttpd failed to start on %s", opts->listen_address);
         close(fd);

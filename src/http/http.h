@@ -49,6 +49,7 @@ typedef struct http_server_opts {
     size_t max_body;            /* bytes; larger uploads get 413 */
     unsigned threads;           /* 0 = 2 */
     unsigned timeout_s;         /* idle connection timeout, 0 = 30 */
+    unsigned max_connections;   /* connections served at once, 0 = 256 */
 } http_server_opts;
 
 /* Binds and starts serving. On error returns a negative BASE_E_* code and a
