@@ -1458,6 +1458,35 @@ int tsdb_head_ref(tsdb_head *h, const labels_set *ls, uint64_t *ret_ref) {
     return 0;
 }
 
+tsdb_head_series *tsdb_head_pin(tsdb_head *h, uint64_t ref) {
+    return (tsdb_head_series *)lookup_ref(h, ref);
+}
+
+tsdb_head_series *tsdb_head_pin_labels(tsdb_head *h, const labels_set *ls) {
+    return (tsdb_head_series *)lookup_hash(h, series_hash(ls), ls);
+}
+
+void tsdb_head_unpin(tsdb_head_series *s) {
+    series_put((hseries *)s);
+}
+
+uint64_t tsdb_head_series_ref(const tsdb_head_series *s) {
+    return ((const hseries *)s)->ref;
+}
+
+int tsdb_head_app_add_pinned(tsdb_head_app *a, tsdb_head_series *ps, int64_t t, double v) {
+    hseries *s = (hseries *)ps;
+    aent *e = app_slot(a);
+    if (!e) return BASE_E_NOMEM;
+    series_get(s); /* dropped at commit; a series collected meanwhile is found dead there */
+    e->s = s;
+    e->ref = s->ref;
+    e->t = t;
+    e->v = v;
+    a->n++;
+    return 0;
+}
+
 /* ---- replay ------------------------------------------------------------- */
 
 /* Replay runs on the thread that opens the WAL (the reader: the WAL reads

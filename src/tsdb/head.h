@@ -202,6 +202,22 @@ void tsdb_head_app_rollback(tsdb_head_app *a);
 /* The ref of series ls: 0 or BASE_E_NOTFOUND. */
 int tsdb_head_ref(tsdb_head *h, const labels_set *ls, uint64_t *ret_ref);
 
+/* Pinned series, for a writer that appends to the same series again and
+ * again (a scrape loop's cache): holding the series itself skips the
+ * lookup of its ref (a shard lock and a cache miss) on every sample. A pin
+ * keeps the series' memory alive, not the series: one garbage-collected
+ * meanwhile makes its samples count as unknown_ref at commit, as a stale
+ * ref would (the writer then drops its pins and looks the series up by
+ * labels again). Thread-safe; the caller releases every pin it took. */
+typedef struct tsdb_head_series tsdb_head_series;
+/* The series of ref, or of labels ls, pinned; NULL when the head has none. */
+tsdb_head_series *tsdb_head_pin(tsdb_head *h, uint64_t ref);
+tsdb_head_series *tsdb_head_pin_labels(tsdb_head *h, const labels_set *ls);
+void tsdb_head_unpin(tsdb_head_series *s);
+uint64_t tsdb_head_series_ref(const tsdb_head_series *s);
+/* Queues a sample for a pinned series (the pin stays the caller's). */
+int tsdb_head_app_add_pinned(tsdb_head_app *a, tsdb_head_series *s, int64_t t, double v);
+
 /* ---- reading ------------------------------------------------------------ */
 
 typedef struct tsdb_series_set tsdb_series_set;

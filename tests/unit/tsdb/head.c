@@ -269,6 +269,61 @@ static void test_rejections(void **st) {
     tsdb_head_close(h);
 }
 
+/* Pinned series: samples land as by ref; a pin outlives a garbage
+ * collection of its series (memory kept, samples counted unknown_ref). */
+static void test_pinned(void **st) {
+    (void)st;
+    tsdb_head *h = hopen(NULL);
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(h, &a), 0);
+    labels_set *ls = mk("m", "p", NULL);
+    tsdb_append_result r;
+    assert_null(tsdb_head_pin_labels(h, ls));
+    assert_int_equal(tsdb_head_app_add(a, ls, 100, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    tsdb_head_series *p = tsdb_head_pin_labels(h, ls);
+    assert_non_null(p);
+    uint64_t ref;
+    assert_int_equal(tsdb_head_ref(h, ls, &ref), 0);
+    assert_int_equal(tsdb_head_series_ref(p), ref);
+    tsdb_head_series *p2 = tsdb_head_pin(h, ref);
+    assert_ptr_equal(p2, p);
+    tsdb_head_unpin(p2);
+    assert_null(tsdb_head_pin(h, ref + 1000));
+    for (int i = 2; i <= 5; i++) assert_int_equal(tsdb_head_app_add_pinned(a, p, i * 100, i), 0);
+    assert_int_equal(tsdb_head_app_add_pinned(a, p, 500, 9.0), 0); /* duplicate */
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.appended, 4);
+    assert_int_equal(r.duplicate, 1);
+    /* rolled back: nothing stored, the pin still good */
+    assert_int_equal(tsdb_head_app_add_pinned(a, p, 600, 6.0), 0);
+    tsdb_head_app_rollback(a);
+    tsdb_series_set *ss;
+    assert_int_equal(tsdb_head_select(h, NULL, 0, 0, 1000, &ss), 0);
+    assert_int_equal(tsdb_series_set_next(ss), 1);
+    int64_t t;
+    double v;
+    int k = 0;
+    while (tsdb_series_set_sample(ss, &t, &v) == 1) {
+        k++;
+        assert_int_equal(t, k * 100);
+        assert_true(v == (double)k);
+    }
+    assert_int_equal(k, 5);
+    tsdb_series_set_free(ss);
+    uint64_t removed;
+    assert_int_equal(tsdb_head_gc(h, 10000, &removed), 0);
+    assert_int_equal(removed, 1);
+    assert_int_equal(tsdb_head_app_add_pinned(a, p, 20000, 1.0), 0);
+    assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    assert_int_equal(r.unknown_ref, 1);
+    assert_int_equal(r.appended, 0);
+    tsdb_head_unpin(p);
+    labels_unref(ls);
+    tsdb_head_app_free(a);
+    tsdb_head_close(h);
+}
+
 static void test_collisions(void **st) {
     (void)st;
     tsdb__head_hash_mask = 3; /* 4 distinct hashes for 26 series */
@@ -833,7 +888,7 @@ int main(void) {
         cmocka_unit_test(test_collisions),  cmocka_unit_test(test_restart_and_checkpoint),
         cmocka_unit_test(test_concurrency), cmocka_unit_test(test_parallel_replay),
         cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_postings_stats),
-        cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_pinned),      cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
