@@ -22,6 +22,21 @@
  *          checks Prometheus makes later but that fail the whole scrape
  *          (duplicate label names) and the caller's limits run.
  *
+ *  fast    the parsers first try the common shapes straight from the
+ *  paths   bytes: a metric name at a line start, `{`, ` value`, a newline
+ *          after the value, and whole label pairs `name="value"` with the
+ *          comma or `}` after them (names 8 bytes at a time, values 16 or
+ *          8 at a time up to the next quote, backslash, NUL or newline;
+ *          ASCII values skip the UTF-8 check). Each either leaves exactly
+ *          the state (p->start, p->i, p->state, tokens) the lexer calls
+ *          would have left, or consumes nothing and hands the input to the
+ *          lexer: anything involving NUL skipping, text's virtual newline,
+ *          free blanks or an error goes the slow way, so no message,
+ *          position or acceptance can differ. Short decimal values (at
+ *          most 15 digits, no exponent) are read with the same exact
+ *          division base_parse_double makes; the duplicate-name check
+ *          first tries a 256-bit filter over (length, first and last byte).
+ *
  * Token start condition diagram (text; OpenMetrics adds the exemplar states
  * EXEMPLAR -> EVALUE -> ETIMESTAMP after TIMESTAMP's ` # {`):
  *
@@ -43,6 +58,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/err.h"
 #include "base/num.h"
@@ -502,6 +520,223 @@ static int tok_text(expo_parser *p) {
     return t;
 }
 
+/* ---- fast paths ------------------------------------------------------------
+ *
+ * The common token shapes, recognised straight from the bytes. Each one
+ * either reproduces exactly what the lexer calls above would have done
+ * (tokens, p->start, p->i, p->state) or consumes nothing and leaves the
+ * input to them: it bails out on every byte whose handling needs nx()'s
+ * NUL skipping, text's virtual newline or an error message. */
+
+#define ONES        UINT64_C(0x0101010101010101)
+#define HIGHS       UINT64_C(0x8080808080808080)
+/* Nonzero iff some byte of w is zero. */
+#define HAS_ZERO(w) (((w)-ONES) & ~(w)&HIGHS)
+
+#ifdef __GNUC__
+#define ALWAYS_INLINE_ __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE_
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define LITTLE_ENDIAN_ 1
+#else
+#define LITTLE_ENDIAN_ 0
+#endif
+
+/* The high bit of each byte of w set iff the byte is in [a-zA-Z0-9_], or
+ * also ':' when colon (no carry crosses a byte: every sum stays below
+ * 0x100). */
+static inline uint64_t name_bytes(uint64_t w, int colon) {
+    const uint64_t low7 = ONES * 0x7f;
+    uint64_t x = w & low7, lc = (w | (ONES * 0x20)) & low7;
+    uint64_t alpha = (lc + ONES * (0x80 - 'a')) & ~(lc + ONES * (0x80 - 'z' - 1));
+    uint64_t digit = (x + ONES * (0x80 - '0')) & ~(x + ONES * (0x80 - '9' - 1));
+    uint64_t u = (w ^ (ONES * '_')) & low7;
+    uint64_t under = ~((u + low7) | u);
+    if (colon) {
+        uint64_t c = (w ^ (ONES * ':')) & low7;
+        under |= ~(c + low7);
+    }
+    return (alpha | digit | under) & ~w & HIGHS;
+}
+
+/* The end of the name run that starts at i: bytes of [a-zA-Z0-9_] (and
+ * ':' when colon) from i + 1 on. */
+static inline size_t name_end(const unsigned char *b, size_t i, size_t n, int colon) {
+    size_t k = i + 1;
+#if LITTLE_ENDIAN_
+    while (k + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, b + k, 8);
+        uint64_t nonname = ~name_bytes(w, colon) & HIGHS;
+        if (nonname) return k + ((size_t)__builtin_ctzll(nonname) >> 3);
+        k += 8;
+    }
+#endif
+    uint16_t m = colon ? C_MD : C_LD;
+    while (k < n && IS(b[k], m)) k++;
+    return k;
+}
+
+/* State INIT: a metric name, else lex(). */
+static inline int tok_line_start(expo_parser *p, int (*lex)(expo_parser *)) {
+    size_t i = p->i;
+    if (p->state == S_INIT && i < p->len && IS((unsigned char)p->b[i], C_M)) {
+        p->start = i;
+        p->i = name_end((const unsigned char *)p->b, i, p->len, 1);
+        p->state = S_VALUE;
+        return T_MNAME;
+    }
+    return lex(p);
+}
+
+/* A label pair `name="value"` at i (state LABELS): on success stores the
+ * end of the name (where `=` is), the closing quote q (q + 1 < len), and
+ * whether the value token is ASCII. om: OpenMetrics (no raw newline). */
+static inline ALWAYS_INLINE_ int scan_pair(const expo_parser *p, size_t i, int om, size_t *ret_eq,
+                                           size_t *ret_q, int *ret_ascii) {
+    const unsigned char *b = (const unsigned char *)p->b;
+    size_t n = p->len;
+    if (i >= n || !IS(b[i], C_L)) return 0;
+    size_t k = name_end(b, i, n, 0);
+    if (k + 2 >= n || b[k] != '=' || b[k + 1] != '"') return 0;
+    size_t eq = k;
+    k += 2;
+    uint64_t hi = 0;
+    for (;;) {
+#ifdef __SSE2__
+        /* sixteen bytes at a time until one is a quote, a backslash, NUL
+         * (or a newline) */
+        if (k + 16 <= n) {
+            const __m128i zero = _mm_setzero_si128();
+            __m128i his = zero;
+            unsigned mask = 0;
+            do {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + k));
+                __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')), _mm_cmpeq_epi8(v, zero));
+                m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+                if (om) m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+                his = _mm_or_si128(his, v); /* bytes past a stop too: harmless */
+                mask = (unsigned)_mm_movemask_epi8(m);
+                if (mask) break;
+                k += 16;
+            } while (k + 16 <= n);
+            if (_mm_movemask_epi8(his)) hi = HIGHS;
+            if (mask) {
+                k += (size_t)__builtin_ctz(mask);
+                goto stop_byte;
+            }
+        }
+#endif
+        /* eight bytes at a time until one may be a quote, a backslash, NUL
+         * (or a newline) */
+        while (k + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, b + k, 8);
+            uint64_t stop = HAS_ZERO(w) | HAS_ZERO(w ^ (ONES * '"')) | HAS_ZERO(w ^ (ONES * '\\'));
+            if (om) stop |= HAS_ZERO(w ^ (ONES * '\n'));
+            hi |= w; /* bytes past a stop too: at worst a needless UTF-8 check */
+            if (stop) {
+#if LITTLE_ENDIAN_
+                k += (size_t)__builtin_ctzll(stop) >> 3; /* the lowest flag is exact */
+#endif
+                break;
+            }
+            k += 8;
+        }
+        if (k >= n) return 0;
+#ifdef __SSE2__
+    stop_byte:;
+#endif
+        unsigned c = b[k];
+        hi |= c;
+        if (c == '"') break;
+        if (c == '\\') {
+            if (k + 1 >= n) return 0;
+            unsigned d = b[k + 1];
+            if (d == 0 || d == '\n') return 0; /* NUL skipping or an error */
+            hi |= d;
+            k += 2;
+            continue;
+        }
+        if (c == 0 || (om && c == '\n')) return 0;
+        k++;
+    }
+    if (k + 1 >= n || b[k + 1] == 0) return 0; /* nx() would skip NULs */
+    *ret_eq = eq;
+    *ret_q = k;
+    *ret_ascii = (hi & HIGHS) == 0;
+    return 1;
+}
+
+/* Makes the state what the lexer leaves after the LVALUE of a pair found
+ * by scan_pair(); returns the label name. */
+static inline base_str take_pair(expo_parser *p, size_t i, size_t eq, size_t q) {
+    p->start = eq + 1;
+    p->i = q + 1;
+    p->state = S_LABELS;
+    return (base_str){p->b + i, eq - i};
+}
+
+/* State VALUE: `{` or one blank and a value (text), else the lexer. */
+static inline int tok_after_name_text(expo_parser *p) {
+    const unsigned char *b = (const unsigned char *)p->b;
+    size_t i = p->i, n = p->len;
+    if (i + 1 < n) {
+        if (b[i] == '{') {
+            p->start = i;
+            p->i = i + 1;
+            p->state = S_LABELS;
+            return T_BOPEN;
+        }
+        if (b[i] == ' ' && IS(b[i + 1], C_TV)) {
+            size_t k = i + 2;
+            while (k < n && IS(b[k], C_TV)) k++;
+            p->start = i + 1;
+            p->i = k;
+            p->state = S_TIMESTAMP;
+            return T_VALUE;
+        }
+    }
+    return tok_text(p);
+}
+
+/* State VALUE: `{` or a space and a value (OpenMetrics), else the lexer. */
+static inline int tok_after_name_om(expo_parser *p) {
+    const unsigned char *b = (const unsigned char *)p->b;
+    size_t i = p->i, n = p->len;
+    if (i + 1 < n) {
+        if (b[i] == '{') {
+            p->start = i;
+            p->i = i + 1;
+            p->state = S_LABELS;
+            return T_BOPEN;
+        }
+        if (b[i] == ' ' && IS(b[i + 1], C_OV)) {
+            size_t k = i + 2;
+            while (k < n && IS(b[k], C_OV)) k++;
+            p->start = i;
+            p->i = k;
+            p->state = S_TIMESTAMP;
+            return T_VALUE;
+        }
+    }
+    return lex_om(p);
+}
+
+/* State TIMESTAMP: a newline (both formats), else lex(). */
+static inline int tok_after_value(expo_parser *p, int (*lex)(expo_parser *)) {
+    size_t i = p->i;
+    if (i < p->len && p->b[i] == '\n') {
+        p->start = i;
+        p->i = i + 1;
+        p->state = S_INIT;
+        return T_LINEBREAK;
+    }
+    return lex(p);
+}
+
 /* ---- error messages ----------------------------------------------------- */
 
 typedef struct msgbuf {
@@ -672,8 +907,41 @@ static double normal_nan(void) {
     return v;
 }
 
+/* Exact powers of ten (every one is a double without rounding). */
+static const double pow10_small[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+/* The common value shapes, [0-9]*.?[0-9]* with 1..15 digits: the mantissa
+ * is below 2^53 and the power of ten exact, so one IEEE division gives the
+ * correctly rounded result -- the very computation base_parse_double's own
+ * fast path makes, so the bits are the same. Returns 0 when s has another
+ * shape (the caller takes the general path). */
+static inline int float_fast(base_str s, double *ret) {
+    if (s.n == 0 || s.n > 16) return 0;
+    uint64_t mant = 0;
+    size_t digits = 0, frac = 0;
+    int dot = 0;
+    for (size_t k = 0; k < s.n; k++) {
+        unsigned d = (unsigned char)s.p[k] - '0';
+        if (d < 10) {
+            mant = mant * 10 + d;
+            digits++;
+            frac += (size_t)dot;
+        } else if (s.p[k] == '.' && !dot) {
+            dot = 1;
+        } else {
+            return 0;
+        }
+    }
+    if (digits == 0 || digits > 15) return 0;
+    double v = (double)mant;
+    *ret = frac ? v / pow10_small[frac] : v;
+    return 1;
+}
+
 /* Prometheus's parseFloat: Go's strconv.ParseFloat after refusing p P _. */
 static int go_float(expo_parser *p, base_str s, double *ret) {
+    if (float_fast(s, ret)) return 0;
     for (size_t k = 0; k < s.n; k++) {
         char c = s.p[k];
         if (c == 'p' || c == 'P' || c == '_')
@@ -780,10 +1048,11 @@ static size_t unescaped_len(base_str raw) {
     return n;
 }
 
-/* Adds a label whose name is lname and whose LVALUE token is current. */
-static int add_label(expo_parser *p, base_str lname, int exemplar) {
+/* Adds a label whose name is lname and whose LVALUE token is current;
+ * ascii: the token is known to be ASCII (so valid UTF-8). */
+static int add_label_tok(expo_parser *p, base_str lname, int exemplar, int ascii) {
     base_str tok = tokbuf(p);
-    if (!base_utf8_valid(tok.p, tok.n))
+    if (!ascii && !base_utf8_valid(tok.p, tok.n))
         return fail_msg(p, BASE_E_PARSE, p->start, "invalid UTF-8 label value");
     base_str v = {tok.p + 1, tok.n - 2};
     size_t *n = exemplar ? &p->nelabels : &p->nlabels;
@@ -831,6 +1100,23 @@ static int add_label(expo_parser *p, base_str lname, int exemplar) {
     return 0;
 }
 
+static int add_label(expo_parser *p, base_str lname, int exemplar) {
+    return add_label_tok(p, lname, exemplar, 0);
+}
+
+/* add_label_tok() for a series label, its checks short-cut when no limit
+ * but max_labels is set, the value is ASCII and the array has room. */
+static inline int add_pair(expo_parser *p, base_str lname, int ascii) {
+    size_t n = p->nlabels;
+    if (ascii && n < p->cap_labels && n < p->lim.max_labels && !p->lim.max_name_len &&
+        !p->lim.max_value_len) {
+        p->labels[n] = (expo_label){lname, {p->b + p->start + 1, p->i - p->start - 2}};
+        p->nlabels = n + 1;
+        return 0;
+    }
+    return add_label_tok(p, lname, 0, ascii);
+}
+
 static int str_cmp(base_str a, base_str b) {
     size_t n = a.n < b.n ? a.n : b.n;
     int c = n ? memcmp(a.p, b.p, n) : 0;
@@ -843,6 +1129,13 @@ static int lp_cmp(const void *x, const void *y) {
     return str_cmp(a->name, b->name);
 }
 
+/* A bit of the duplicate filter for a (non-empty) label name. */
+static inline unsigned name_bit(base_str a) {
+    uint32_t h = (uint32_t)a.n * 0x9e3779b1u ^ (uint32_t)(unsigned char)a.p[0] * 0x85ebca77u ^
+                 (uint32_t)(unsigned char)a.p[a.n - 1] * 0xc2b2ae3du;
+    return h >> 24;
+}
+
 /* Prometheus's HasDuplicateLabelNames, after its builder has dropped every
  * label of a name that has an empty value. The metric name is __name__. */
 static int check_dups(expo_parser *p) {
@@ -852,7 +1145,20 @@ static int check_dups(expo_parser *p) {
     base_str dup = {NULL, 0};
     int found = 0;
     if (n <= 24) {
-        /* the common case first: all names differ */
+        /* the common case first: all names differ. A 256-bit filter over
+         * (length, first byte, last byte) proves it without comparing
+         * pairs when no two names, __name__ included, share a bit. */
+        uint64_t seen[4] = {0};
+        unsigned h = name_bit(self.name);
+        seen[h >> 6] |= UINT64_C(1) << (h & 63);
+        size_t k = 0;
+        for (; k < n; k++) {
+            h = name_bit(p->labels[k].name);
+            uint64_t bit = UINT64_C(1) << (h & 63);
+            if (seen[h >> 6] & bit) break;
+            seen[h >> 6] |= bit;
+        }
+        if (k == n) return 0;
         int any = 0;
         for (size_t i = 0; i < n && !any; i++) {
             base_str a = p->labels[i].name; /* label names are never empty */
@@ -938,9 +1244,34 @@ static int finish_entry(expo_parser *p, int entry) {
 
 /* ---- the text parser (promparse.go) ------------------------------------------ */
 
+/* promparse.go's label loop: LNAME EQUAL LVALUE, each pair optionally
+ * followed by a COMMA, until BCLOSE. `have` says t already holds the token
+ * that starts the next pair (no comma came); otherwise a pair is first
+ * tried on the fast path. */
 static int lvals_text(expo_parser *p) {
-    int t = tok_text(p);
+    int t = T_EOF, have = 0;
     for (;;) {
+        if (!have) {
+            size_t i = p->i, eq, q;
+            int ascii, pair = scan_pair(p, i, 0, &eq, &q, &ascii);
+            if (pair) {
+                int rc = add_pair(p, take_pair(p, i, eq, q), ascii);
+                if (rc) return rc;
+                unsigned c = (unsigned char)p->b[q + 1];
+                if (c == ',' || c == '}') {
+                    p->start = q + 1;
+                    p->i = q + 2;
+                    if (c == '}') {
+                        p->state = S_VALUE;
+                        return 0;
+                    }
+                    continue;
+                }
+            }
+            t = tok_text(p);
+            if (pair && t == T_COMMA) continue;
+        }
+        have = 0;
         if (t == T_BCLOSE) return 0;
         if (t != T_LNAME) return perr(p, "expected label name", t);
         base_str lname = tokbuf(p);
@@ -948,7 +1279,7 @@ static int lvals_text(expo_parser *p) {
         if ((t = tok_text(p)) != T_LVALUE) return perr(p, "expected label value", t);
         int rc = add_label(p, lname, 0);
         if (rc) return rc;
-        if ((t = tok_text(p)) == T_COMMA) t = tok_text(p);
+        if ((t = tok_text(p)) != T_COMMA) have = 1;
     }
 }
 
@@ -956,15 +1287,15 @@ static int series_text(expo_parser *p) {
     p->name = p->series = tokbuf(p);
     int rc = check_name_len(p, p->name, 1);
     if (rc) return rc;
-    int t = tok_text(p);
+    int t = tok_after_name_text(p);
     if (t == T_BOPEN) {
         if ((rc = lvals_text(p))) return rc;
         p->series.n = p->i - (size_t)(p->series.p - p->b);
-        t = tok_text(p);
+        t = tok_after_name_text(p);
     }
     if (t != T_VALUE) return perr(p, "expected value after metric", t);
     if ((rc = go_float(p, tokbuf(p), &p->value))) return rc;
-    switch ((t = tok_text(p))) {
+    switch ((t = tok_after_value(p, tok_text))) {
     case T_LINEBREAK: break;
     case T_TIMESTAMP: {
         base_str s = tokbuf(p);
@@ -1031,7 +1362,7 @@ static int meta_text(expo_parser *p, int kind) {
 static int next_text(expo_parser *p) {
     for (;;) {
         reset_entry(p);
-        int t = tok_text(p);
+        int t = tok_line_start(p, tok_text);
         switch (t) {
         case T_EOF: p->eof = 1; return EXPO_ENTRY_EOF;
         case T_LINEBREAK: continue; /* blank line */
@@ -1058,6 +1389,26 @@ static int next_text(expo_parser *p) {
 static int lvals_om(expo_parser *p, int exemplar) {
     int first = 1;
     for (;;) {
+        if (!exemplar && p->i + 1 < p->len) {
+            /* the fast path: `}` or [`,`]name="value" */
+            size_t i = p->i, eq, q;
+            int ascii, ok = 1;
+            if (!first) {
+                if (p->b[i] == '}') {
+                    p->start = i;
+                    p->i = i + 1;
+                    p->state = S_VALUE;
+                    return 0;
+                }
+                ok = p->b[i++] == ','; /* else the lexer words the error */
+            }
+            if (ok && scan_pair(p, i, 1, &eq, &q, &ascii)) {
+                int rc = add_pair(p, take_pair(p, i, eq, q), ascii);
+                if (rc) return rc;
+                first = 0;
+                continue;
+            }
+        }
         int t = lex_om(p);
         switch (t) {
         case T_BCLOSE: return 0;
@@ -1121,14 +1472,14 @@ static int series_om(expo_parser *p) {
     p->name = p->series = tokbuf(p);
     int rc = check_name_len(p, p->name, 1);
     if (rc) return rc;
-    int t = lex_om(p);
+    int t = tok_after_name_om(p);
     if (t == T_BOPEN) {
         if ((rc = lvals_om(p, 0))) return rc;
         p->series.n = p->i - (size_t)(p->series.p - p->b);
-        t = lex_om(p);
+        t = tok_after_name_om(p);
     }
     if ((rc = om_value(p, t, "metric", &p->value))) return rc;
-    switch ((t = lex_om(p))) {
+    switch ((t = tok_after_value(p, lex_om))) {
     case T_EOF: return fail_msg(p, BASE_E_PARSE, p->i, "data does not end with # EOF");
     case T_LINEBREAK: break;
     case T_COMMENT:
@@ -1214,7 +1565,7 @@ static int meta_om(expo_parser *p, int kind) {
 
 static int next_om(expo_parser *p) {
     reset_entry(p);
-    int t = lex_om(p);
+    int t = tok_line_start(p, lex_om);
     switch (t) {
     case T_EOFWORD:
         if (lex_om(p) != T_EOF) return fail_msg(p, BASE_E_PARSE, p->start, "unexpected data after # EOF");

@@ -930,6 +930,141 @@ static void test_truncations(void **state) {
     for (size_t k = 0; k <= n; k++) free(dump_lim(TEXT, tx, k, NULL));
 }
 
+/* ---- fast paths ------------------------------------------------------------------ */
+
+/* The parser recognises common label pairs, values and newlines straight
+ * from the bytes, 8 and 16 at a time; these inputs put every special byte
+ * at every offset of a long value, so each word boundary is crossed. */
+static void test_fast_paths(void **state) {
+    (void)state;
+    static const struct {
+        const char *ins; /* inserted at offset k of a value of x's */
+        int ok_text, ok_om;
+        const char *err_text, *err_om; /* with %d for the column of the insert */
+    } specials[] = {
+        {"\\\"", 1, 1, NULL, NULL},
+        {"\\\\", 1, 1, NULL, NULL},
+        {"\\n", 1, 1, NULL, NULL},
+        {"\\q", 1, 1, NULL, NULL},
+        {"\xc3\xa9", 1, 1, NULL, NULL},
+        {"\xf0\x9f\x98\x80", 1, 1, NULL, NULL},
+        {"\xff", 0, 0, "ERR 1:5: invalid UTF-8 label value", "ERR 1:5: invalid UTF-8 label value"},
+        {"\xed\xa0\x80", 0, 0, "ERR 1:5: invalid UTF-8 label value", "ERR 1:5: invalid UTF-8 label value"},
+        {"\n", 1, 0, NULL, "ERR 1:%d: expected label value, got \"INVALID\""},
+        {"\\\n", 0, 0, "ERR 1:%d: expected label value, got \"INVALID\"",
+         "ERR 1:%d: expected label value, got \"INVALID\""},
+    };
+    int bad = 0;
+    for (size_t s = 0; s < sizeof specials / sizeof specials[0]; s++)
+        for (int fmt = 0; fmt < 2; fmt++)
+            for (int len = 0; len <= 40; len++)
+                for (int k = 0; k <= len; k++) {
+                    char val[64], in[160], want[256];
+                    int vn =
+                        snprintf(val, sizeof val, "%.*s%s%.*s", k, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                                 specials[s].ins, len - k, "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
+                    snprintf(in, sizeof in, "m{a=\"%s\",bb=\"z\"} 1\n%s", val, fmt ? "# EOF\n" : "");
+                    int ok = fmt ? specials[s].ok_om : specials[s].ok_text;
+                    const char *err = fmt ? specials[s].err_om : specials[s].err_text;
+                    /* the column of the insert's last byte (where the lexer stops) */
+                    int col = 5 + k + (int)strlen(specials[s].ins);
+                    if (ok)
+                        snprintf(want, sizeof want, "S m{a=\"%s\",bb=\"z\"} 1\nEOF", val);
+                    else
+                        snprintf(want, sizeof want, err, col);
+                    char *got = dump(fmt ? OM : TEXT, in);
+                    if (strcmp(got, want) != 0) {
+                        print_error("special %zu fmt %d len %d k %d (%d bytes): want\n%s\ngot\n%s\n", s, fmt,
+                                    len, k, vn, want, got);
+                        bad++;
+                    }
+                    free(got);
+                }
+    assert_int_equal(bad, 0);
+
+    /* NUL bytes in a text label value are skipped by the lexer (and kept in
+     * the view), also right after the closing quote and at word edges */
+    for (int k = 0; k <= 20; k++) {
+        char in[64], want[96];
+        size_t n = (size_t)snprintf(in, sizeof in, "m{a=\"%.*s_%.*s\"} 1\n", k, "xxxxxxxxxxxxxxxxxxxx",
+                                    20 - k, "yyyyyyyyyyyyyyyyyyyy");
+        in[5 + k] = '\0';
+        size_t wn = (size_t)snprintf(want, sizeof want, "S m{a=\"%.*s_%.*s\"} 1\nEOF", k,
+                                     "xxxxxxxxxxxxxxxxxxxx", 20 - k, "yyyyyyyyyyyyyyyyyyyy");
+        want[7 + k] = '\0';
+        char *got = dump_lim(TEXT, in, n, NULL);
+        assert_memory_equal(got, want, wn + 1);
+        free(got);
+    }
+    /* a NUL right after a closing quote is skipped with the value: it ends
+     * up in the view, which 2.42 cuts by position (quote, x, quote) */
+    char *got = dump_lim(TEXT, "m{a=\"x\"\0,b=\"y\"} 1\n", 18, NULL);
+    assert_string_equal(got, "S m{a=\"x\"\",b=\"y\"} 1\nEOF");
+    free(got);
+    static const row rows[] = {
+        /* the pair shapes the fast path leaves to the lexer */
+        {TEXT, "m{a=\"1\" ,b=\"2\"\t, c=\"3\",} 1\n", "S m{a=\"1\",b=\"2\",c=\"3\"} 1\nEOF"},
+        {TEXT, "m{a=\"1\"b=\"2\"} 1\n", "S m{a=\"1\",b=\"2\"} 1\nEOF"},
+        {OM, "m{a=\"1\"b=\"2\"} 1\n# EOF\n", "ERR 1:8: expected comma, got \"LNAME\""},
+        {OM, "m{a=\"1\",} 1\n# EOF\n", "ERR 1:9: expected label name, got \"BCLOSE\""},
+        {OM, "m{a=\"1\",,b=\"2\"} 1\n# EOF\n", "ERR 1:9: expected label name, got \"COMMA\""},
+        /* text's virtual last newline where a label or a value must come */
+        {TEXT, "m{a=\"1\"", "ERR 1:8: expected label name, got \"INVALID\""},
+        {TEXT, "m{a=\"1\"}", "ERR 1:9: expected value after metric, got \"INVALID\""},
+        {TEXT, "m{a=\"1\"} 2", "S m{a=\"1\"} 2\nEOF"},
+        {TEXT, "m{a=\"1\"}  2\t3\n", "S m{a=\"1\"} 2 @3\nEOF"},
+        /* the common dcgm-exporter label set: no duplicate, then one */
+        {TEXT,
+         "m{gpu=\"0\",UUID=\"GPU-1\",pci_bus_id=\"0:1\",device=\"nvidia0\",modelName=\"H100\",Hostname=\"h\","
+         "DCGM_FI_DRIVER_VERSION=\"550\",GPU_I_ID=\"1\"} 1\n",
+         "S "
+         "m{gpu=\"0\",UUID=\"GPU-1\",pci_bus_id=\"0:1\",device=\"nvidia0\",modelName=\"H100\",Hostname=\"h\","
+         "DCGM_FI_DRIVER_VERSION=\"550\",GPU_I_ID=\"1\"} 1\nEOF"},
+        {OM,
+         "m{gpu=\"0\",UUID=\"GPU-1\",pci_bus_id=\"0:1\",device=\"nvidia0\",modelName=\"H100\",Hostname=\"h\","
+         "DCGM_FI_DRIVER_VERSION=\"550\",gpu=\"1\"} 1\n# EOF\n",
+         "ERR 1:1: label name \"gpu\" is not unique: invalid sample"},
+    };
+    RUN(rows);
+
+    /* values: the short decimal shapes read exactly as Go reads them */
+    static const struct {
+        const char *in;
+        double want;
+    } vals[] = {
+        {"0.1", 0.1},
+        {"0.987654", 0.987654},
+        {"312.25", 312.25},
+        {"123456789012345", 123456789012345.0},
+        {"1234567890123456", 1234567890123456.0},
+        {"12345678.1234567", 12345678.1234567},
+        {"1234567.12345678", 1234567.12345678},
+        {"0.000000000000001", 0.000000000000001},
+        {"000000000000012", 12.0},
+        {"0000000000000000000000012", 12.0},
+        {"99999999999999.9", 99999999999999.9},
+        {"9.99999999999999", 9.99999999999999},
+        {"0.30000000000000004", 0.30000000000000004},
+        {"1000012345.678", 1000012345.678},
+    };
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        for (int fmt = 0; fmt < 2; fmt++) {
+            char in[64];
+            snprintf(in, sizeof in, "m %s\n%s", vals[i].in, fmt ? "# EOF\n" : "");
+            expo_parser p;
+            one_series(fmt ? OM : TEXT, in, &p);
+            double v = expo_parser_value(&p);
+            if (memcmp(&v, &vals[i].want, sizeof v) != 0) fail_msg("%s: got %.17g", vals[i].in, v);
+            expo_parser_free(&p);
+        }
+    static const row bad_values[] = {
+        {TEXT, "m .\n", "ERR 1:3: strconv.ParseFloat: parsing \".\": invalid syntax"},
+        {TEXT, "m 1.2.3\n", "ERR 1:3: strconv.ParseFloat: parsing \"1.2.3\": invalid syntax"},
+        {OM, "m 1..\n# EOF\n", "ERR 1:3: strconv.ParseFloat: parsing \"1..\": invalid syntax"},
+    };
+    RUN(bad_values);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_verified),
@@ -947,6 +1082,7 @@ int main(void) {
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_api),
         cmocka_unit_test(test_truncations),
+        cmocka_unit_test(test_fast_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
