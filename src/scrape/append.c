@@ -2,8 +2,10 @@
  * scrapeLoop.append, scrapeCache and report, over the worker's appender.
  *
  * The hot path (a series seen before): parse one line, hash its raw bytes
- * (xxh3), find the raw entry, queue the sample by head ref, mark the
- * series seen. No label is built, interned or hashed. A new raw form builds
+ * (XXH3-128), compare with the raw entry the last scrape had next (else
+ * probe the raw index), queue the sample on the pinned head series, mark
+ * the series seen. No label is built, interned or hashed, and the head
+ * does no lookup (scrape_int.h: the series cache). A new raw form builds
  * its labels once: scraped labels (values unescaped), target labels
  * (honor_labels: scraped ones win; otherwise conflicting scraped labels
  * are renamed exported_<name>, exported_exported_<name>, ... as 2.42's
@@ -11,18 +13,24 @@
  * limits; then the set is looked up in the series table, so two raw forms
  * of one series share its staleness state.
  *
- * Counting as 2.42: total = every sample line; added = every sample not
+ * Counting as 2.42: total = every sample line (one whose series fails the
+ * scrape too, a repeated label name included); added = every sample not
  * dropped by relabeling (even when the head rejects it); series_added =
- * new cache entries whose sample was queued. sample_limit counts added
+ * raw lines new to the cache whose sample was queued (two lines that
+ * write one series differently count twice, as in 2.42). A series new to
+ * the cache is validated as 2.42's lset.IsValid() (`invalid metric name or
+ * label names: {...}` fails the scrape); cached ones are valid. sample_limit counts added
  * samples; past it the scrape goes on counting but queues nothing and
  * fails (`sample limit exceeded`).
  *
  * Staleness: a series queued without an explicit timestamp is "seen"
- * (mark = this iteration, listed in cur). After a successful append every
- * series of the previous scrape's list not seen gets the stale NaN at the
- * scrape time. A failed scrape marks every series of the previous list
- * stale (a deliberate simplification of 2.42, which spares the series the
- * failed body still listed) and starts the next one from an empty list.
+ * (mark = this iteration). After a successful append every series of the
+ * previous scrape (inprev) not seen gets the stale NaN at the scrape time.
+ * A failed scrape marks every series of the previous scrape stale, as
+ * Prometheus's staleness design intends (2.42 spares the series the failed
+ * body still listed and later marks sample_limit series it never stored, a
+ * bug changed upstream in prometheus PR #16429), and the next one starts
+ * from nothing.
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,15 +63,15 @@ static uint64_t dbits(double v) {
     return b;
 }
 
-static int push(sc_series ***arr, size_t *n, size_t *cap, sc_series *s) {
+static int push_u32(uint32_t **arr, size_t *n, size_t *cap, uint32_t v) {
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
-        sc_series **a = realloc(*arr, nc * sizeof *a);
+        uint32_t *a = realloc(*arr, nc * sizeof *a);
         if (!a) return BASE_E_NOMEM;
         *arr = a;
         *cap = nc;
     }
-    (*arr)[(*n)++] = s;
+    (*arr)[(*n)++] = v;
     return 0;
 }
 
@@ -73,171 +81,217 @@ void sc__cache_init(sc_cache *c) {
     memset(c, 0, sizeof *c);
 }
 
-static void series_free(sc_series *s) {
+static void series_release(sc_series *s) {
+    if (s->hs) tsdb_head_unpin(s->hs);
+    s->hs = NULL;
     labels_unref(s->ls);
-    free(s);
+    s->ls = NULL;
 }
 
 void sc__cache_flush_raw(sc_cache *c) {
-    for (size_t i = 0; i < c->nraw_b; i++) {
-        sc_raw *r = c->raw[i];
-        while (r) {
-            sc_raw *nx = r->next;
-            if (r->s) r->s->rawrefs--;
-            free(r);
-            r = nx;
+    for (size_t i = 0; i < c->nraw; i++)
+        if (c->raw[i].s != SC_NONE) c->ser[c->raw[i].s].rawrefs--;
+    free(c->raw);
+    free(c->rawix);
+    c->raw = NULL;
+    c->rawix = NULL;
+    c->nraw = c->capraw = c->nrawix = 0;
+    c->pos = 0;
+    c->nseen = 0;
+}
+
+void sc__cache_unpin(sc_cache *c) {
+    for (size_t i = 0; i < c->nser; i++)
+        if (c->ser[i].hs) {
+            tsdb_head_unpin(c->ser[i].hs);
+            c->ser[i].hs = NULL;
         }
-        c->raw[i] = NULL;
-    }
-    c->nraw = 0;
-    c->key_bytes = 0;
+    for (int i = 0; i < SC_NREPORT; i++)
+        if (c->report[i].hs) {
+            tsdb_head_unpin(c->report[i].hs);
+            c->report[i].hs = NULL;
+        }
 }
 
 void sc__cache_free(sc_cache *c) {
     sc__cache_flush_raw(c);
-    free(c->raw);
-    for (size_t i = 0; i < c->nser_b; i++) {
-        sc_series *s = c->ser[i];
-        while (s) {
-            sc_series *nx = s->next;
-            series_free(s);
-            s = nx;
-        }
-    }
+    for (size_t i = 0; i < c->nser; i++) series_release(&c->ser[i]);
     free(c->ser);
-    for (int i = 0; i < SC_NREPORT; i++)
-        if (c->report[i]) series_free(c->report[i]);
-    free(c->prev);
-    free(c->cur);
+    free(c->serix);
+    for (int i = 0; i < SC_NREPORT; i++) series_release(&c->report[i]);
     free(c->resolve);
     memset(c, 0, sizeof *c);
 }
 
 size_t sc__cache_bytes(const sc_cache *c) {
-    return c->nraw * (sizeof(sc_raw) + 16) + c->key_bytes + c->nser * (sizeof(sc_series) + 16) +
-           (c->nraw_b + c->nser_b) * sizeof(void *) +
-           (c->capprev + c->capcur + c->capresolve) * sizeof(void *);
+    return sizeof *c + c->capraw * sizeof(sc_raw) + c->nrawix * sizeof(uint32_t) +
+           c->capser * sizeof(sc_series) + c->nserix * sizeof(uint32_t) + c->capresolve * sizeof(uint32_t);
 }
 
-static int raw_grow(sc_cache *c) {
-    size_t nb = c->nraw_b ? c->nraw_b * 2 : 256;
-    sc_raw **t = calloc(nb, sizeof *t);
+/* Index sizes: a power of two >= 2 * n (load <= 1/2), at least 16. */
+static size_t ix_size(size_t n) {
+    size_t k = 16;
+    while (k < 2 * n) k *= 2;
+    return k;
+}
+
+static int rawix_build(sc_cache *c, size_t nslots) {
+    uint32_t *t = malloc(nslots * sizeof *t);
     if (!t) return BASE_E_NOMEM;
-    for (size_t i = 0; i < c->nraw_b; i++) {
-        sc_raw *r = c->raw[i];
-        while (r) {
-            sc_raw *nx = r->next;
-            size_t k = r->h & (nb - 1);
-            r->next = t[k];
-            t[k] = r;
-            r = nx;
-        }
+    memset(t, 0xff, nslots * sizeof *t);
+    for (size_t i = 0; i < c->nraw; i++) {
+        size_t k = c->raw[i].h1 & (nslots - 1);
+        while (t[k] != SC_NONE) k = (k + 1) & (nslots - 1);
+        t[k] = (uint32_t)i;
     }
-    free(c->raw);
-    c->raw = t;
-    c->nraw_b = nb;
+    free(c->rawix);
+    c->rawix = t;
+    c->nrawix = nslots;
     return 0;
 }
 
-static inline sc_raw *raw_find(const sc_cache *c, uint64_t h, base_str key) {
-    if (!c->nraw_b) return NULL;
-    for (sc_raw *r = c->raw[h & (c->nraw_b - 1)]; r; r = r->next)
-        if (r->h == h && r->len == key.n && memcmp(r->key, key.p, key.n) == 0) return r;
-    return NULL;
-}
-
-static sc_raw *raw_insert(sc_cache *c, uint64_t h, base_str key, sc_series *s) {
-    if (key.n > UINT32_MAX) return NULL;
-    if (c->nraw >= c->nraw_b && raw_grow(c)) return NULL;
-    sc_raw *r = malloc(sizeof *r + key.n);
-    if (!r) return NULL;
-    r->h = h;
-    r->s = s;
-    r->len = (uint32_t)key.n;
-    r->iter = c->iter;
-    memcpy(r->key, key.p, key.n);
-    size_t k = h & (c->nraw_b - 1);
-    r->next = c->raw[k];
-    c->raw[k] = r;
-    c->nraw++;
-    c->key_bytes += key.n;
-    if (s) s->rawrefs++;
-    return r;
-}
-
-static int ser_grow(sc_cache *c) {
-    size_t nb = c->nser_b ? c->nser_b * 2 : 256;
-    sc_series **t = calloc(nb, sizeof *t);
-    if (!t) return BASE_E_NOMEM;
-    for (size_t i = 0; i < c->nser_b; i++) {
-        sc_series *s = c->ser[i];
-        while (s) {
-            sc_series *nx = s->next;
-            size_t k = s->hash & (nb - 1);
-            s->next = t[k];
-            t[k] = s;
-            s = nx;
-        }
+static inline uint32_t raw_find(const sc_cache *c, uint64_t h1, uint64_t h2) {
+    if (!c->nrawix) return SC_NONE;
+    size_t m = c->nrawix - 1;
+    for (size_t k = h1 & m;; k = (k + 1) & m) {
+        uint32_t i = c->rawix[k];
+        if (i == SC_NONE) return SC_NONE;
+        if (c->raw[i].h1 == h1 && c->raw[i].h2 == h2) return i;
     }
-    free(c->ser);
-    c->ser = t;
-    c->nser_b = nb;
+}
+
+/* Appends a raw entry seen in this iteration; its index or SC_NONE. */
+static uint32_t raw_insert(sc_cache *c, uint64_t h1, uint64_t h2, uint32_t s) {
+    if (c->nraw >= UINT32_MAX - 1) return SC_NONE;
+    if (c->nraw == c->capraw) {
+        size_t nc = c->capraw ? c->capraw * 2 : 64;
+        sc_raw *a = realloc(c->raw, nc * sizeof *a);
+        if (!a) return SC_NONE;
+        c->raw = a;
+        c->capraw = nc;
+    }
+    if (2 * (c->nraw + 1) > c->nrawix && rawix_build(c, ix_size(c->nraw + 1))) return SC_NONE;
+    uint32_t i = (uint32_t)c->nraw++;
+    c->raw[i] = (sc_raw){h1, h2, s, c->iter};
+    size_t m = c->nrawix - 1;
+    size_t k = h1 & m;
+    while (c->rawix[k] != SC_NONE) k = (k + 1) & m;
+    c->rawix[k] = i;
+    if (s != SC_NONE) c->ser[s].rawrefs++;
+    return i;
+}
+
+static int serix_build(sc_cache *c, size_t nslots) {
+    uint32_t *t = malloc(nslots * sizeof *t);
+    if (!t) return BASE_E_NOMEM;
+    memset(t, 0xff, nslots * sizeof *t);
+    for (size_t i = 0; i < c->nser; i++) {
+        size_t k = labels_hash(c->ser[i].ls) & (nslots - 1);
+        while (t[k] != SC_NONE) k = (k + 1) & (nslots - 1);
+        t[k] = (uint32_t)i;
+    }
+    free(c->serix);
+    c->serix = t;
+    c->nserix = nslots;
     return 0;
 }
 
-/* The series of ls (takes over the caller's reference to ls). */
-static sc_series *ser_get(sc_cache *c, labels_set *ls) {
+/* The index of the series of ls (takes over the caller's reference to
+ * ls), or SC_NONE (out of memory). */
+static uint32_t ser_get(sc_cache *c, labels_set *ls) {
     uint64_t h = labels_hash(ls);
-    if (c->nser_b)
-        for (sc_series *s = c->ser[h & (c->nser_b - 1)]; s; s = s->next)
-            if (s->hash == h && labels_equal(s->ls, ls)) {
+    if (c->nserix) {
+        size_t m = c->nserix - 1;
+        for (size_t k = h & m;; k = (k + 1) & m) {
+            uint32_t i = c->serix[k];
+            if (i == SC_NONE) break;
+            if (labels_equal(c->ser[i].ls, ls)) {
                 labels_unref(ls);
-                return s;
+                return i;
             }
-    if (c->nser >= c->nser_b && ser_grow(c)) {
-        labels_unref(ls);
-        return NULL;
-    }
-    sc_series *s = calloc(1, sizeof *s);
-    if (!s) {
-        labels_unref(ls);
-        return NULL;
-    }
-    s->ls = ls;
-    s->hash = h;
-    size_t k = h & (c->nser_b - 1);
-    s->next = c->ser[k];
-    c->ser[k] = s;
-    c->nser++;
-    return s;
-}
-
-void sc__cache_collect(sc_loop *l) {
-    sc_cache *c = &l->cache;
-    for (size_t i = 0; i < c->nraw_b; i++) {
-        sc_raw **pp = &c->raw[i];
-        while (*pp) {
-            sc_raw *r = *pp;
-            if (r->iter != c->iter) {
-                *pp = r->next;
-                if (r->s) r->s->rawrefs--;
-                c->nraw--;
-                c->key_bytes -= r->len;
-                free(r);
-            } else
-                pp = &r->next;
         }
     }
-    for (size_t i = 0; i < c->nser_b; i++) {
-        sc_series **pp = &c->ser[i];
-        while (*pp) {
-            sc_series *s = *pp;
-            if (!s->rawrefs && !s->inprev && !s->resolving) {
-                *pp = s->next;
-                c->nser--;
-                series_free(s);
-            } else
-                pp = &s->next;
+    if (c->nser >= UINT32_MAX - 1) goto fail;
+    if (c->nser == c->capser) {
+        size_t nc = c->capser ? c->capser * 2 : 64;
+        sc_series *a = realloc(c->ser, nc * sizeof *a);
+        if (!a) goto fail;
+        c->ser = a;
+        c->capser = nc;
+    }
+    if (2 * (c->nser + 1) > c->nserix && serix_build(c, ix_size(c->nser + 1))) goto fail;
+    uint32_t i = (uint32_t)c->nser++;
+    memset(&c->ser[i], 0, sizeof c->ser[i]);
+    c->ser[i].ls = ls;
+    size_t m = c->nserix - 1;
+    size_t k = h & m;
+    while (c->serix[k] != SC_NONE) k = (k + 1) & m;
+    c->serix[k] = i;
+    return i;
+fail:
+    labels_unref(ls);
+    return SC_NONE;
+}
+
+void sc__cache_collect(sc_worker *w, sc_loop *l) {
+    sc_cache *c = &l->cache;
+    /* the raw table: keep the entries seen, in this scrape's order */
+    if (c->reorder || c->nseen != c->nraw || w->nseq != c->nraw) {
+        sc_raw *t = malloc((w->nseq ? w->nseq : 1) * sizeof *t);
+        if (t) {
+            for (size_t i = 0; i < c->nraw; i++)
+                if (c->raw[i].iter != c->iter && c->raw[i].s != SC_NONE) c->ser[c->raw[i].s].rawrefs--;
+            for (size_t k = 0; k < w->nseq; k++) t[k] = c->raw[w->seq[k]];
+            free(c->raw);
+            c->raw = t;
+            c->nraw = c->capraw = w->nseq;
+            if (rawix_build(c, ix_size(c->nraw))) {
+                /* no index: forget the raw table (rebuilt by the next scrape) */
+                sc__cache_flush_raw(c);
+            }
+        }
+    }
+    w->nseq = 0;
+    c->reorder = 0;
+    c->pos = 0;
+    /* series nothing references any more: compact the array */
+    size_t nfree = 0;
+    for (size_t i = 0; i < c->nser; i++) {
+        const sc_series *s = &c->ser[i];
+        if (!s->rawrefs && !s->inprev && !s->resolving) nfree++;
+    }
+    if (nfree) {
+        uint32_t *remap = malloc(c->nser * sizeof *remap);
+        if (remap) {
+            size_t n = 0;
+            for (size_t i = 0; i < c->nser; i++) {
+                sc_series *s = &c->ser[i];
+                if (!s->rawrefs && !s->inprev && !s->resolving) {
+                    series_release(s);
+                    remap[i] = SC_NONE;
+                } else {
+                    remap[i] = (uint32_t)n;
+                    if (n != i) c->ser[n] = *s;
+                    n++;
+                }
+            }
+            c->nser = n;
+            for (size_t i = 0; i < c->nraw; i++)
+                if (c->raw[i].s != SC_NONE) c->raw[i].s = remap[c->raw[i].s];
+            free(remap);
+            if (c->capser > 64 && c->nser < c->capser / 4) {
+                size_t nc = c->capser / 2;
+                sc_series *a = realloc(c->ser, nc * sizeof *a);
+                if (a) {
+                    c->ser = a;
+                    c->capser = nc;
+                }
+            }
+            if (serix_build(c, ix_size(c->nser))) {
+                free(c->serix); /* unreachable in practice: lookups then miss */
+                c->serix = NULL;
+                c->nserix = 0;
+            }
         }
     }
     /* metadata of families gone for a while */
@@ -267,11 +321,12 @@ static sc_meta *meta_get(sc_loop *l, base_str name) {
     uint64_t h = XXH3_64bits(name.p, name.n);
     if (l->nmeta_b)
         for (sc_meta *m = l->meta[h & (l->nmeta_b - 1)]; m; m = m->next)
-            if (m->h == h && strlen(m->name) == name.n && memcmp(m->name, name.p, name.n) == 0) return m;
+            if (m->h == h && m->name_len == name.n && memcmp(m->name, name.p, name.n) == 0) return m;
     sc_meta *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->h = h;
     m->name = strndup(name.p, name.n);
+    m->name_len = name.n;
     m->help = strdup("");
     m->unit = strdup("");
     if (!m->name || !m->help || !m->unit) {
@@ -326,7 +381,7 @@ static void meta_entry(sc_worker *w, sc_loop *l, const expo_parser *p, int kind)
         }
     } else if (kind == EXPO_ENTRY_HELP) {
         base_str raw = expo_parser_text(p);
-        if (m->help_raw && strlen(m->help_raw) == raw.n && memcmp(m->help_raw, raw.p, raw.n) == 0) return;
+        if (m->help_raw && m->help_raw_len == raw.n && memcmp(m->help_raw, raw.p, raw.n) == 0) return;
         base_buf_reset(&w->help);
         expo_parser_help(p, &w->help);
         if (base_buf_err(&w->help)) return;
@@ -341,16 +396,18 @@ static void meta_entry(sc_worker *w, sc_loop *l, const expo_parser *p, int kind)
         free(m->help_raw);
         free(m->help);
         m->help_raw = nr;
+        m->help_raw_len = raw.n;
         m->help = nh;
         pthread_mutex_unlock(&l->mu);
     } else if (kind == EXPO_ENTRY_UNIT) {
         base_str u = expo_parser_text(p);
-        if (strlen(m->unit) == u.n && memcmp(m->unit, u.p, u.n) == 0) return;
+        if (m->unit_len == u.n && memcmp(m->unit, u.p, u.n) == 0) return;
         char *nu = strndup(u.p, u.n);
         if (!nu) return;
         pthread_mutex_lock(&l->mu);
         free(m->unit);
         m->unit = nu;
+        m->unit_len = u.n;
         pthread_mutex_unlock(&l->mu);
     }
 }
@@ -448,7 +505,7 @@ static int check_limits(const sc_pcfg *pc, const labels_set *ls, sc_result *r) {
 
 /* 1 and *ret for a kept series, 0 when metric relabeling dropped it, <0
  * with r filled on failure. */
-static int build_series(sc_worker *w, sc_loop *l, const expo_parser *p, sc_series **ret, sc_result *r) {
+static int build_series(sc_worker *w, sc_loop *l, const expo_parser *p, uint32_t *ret, sc_result *r) {
     const sc_pcfg *pc = l->wcfg;
     labels_builder *b = &w->b;
     base_buf *sb = &w->scratch;
@@ -543,6 +600,14 @@ static int build_series(sc_worker *w, sc_loop *l, const expo_parser *p, sc_serie
     labels_set *ls = NULL;
     char msg[256] = "";
     if (!e && keep) e = labels_builder_finish(b, 0, &ls, msg, sizeof msg);
+    /* 2.42's lset.IsValid(): names, the metric name, UTF-8 values (the
+     * builder still has views of the conflict names: before freeing them) */
+    int ve = 0;
+    if (!e && keep && labels_has(ls, base_str_c(LABELS_METRIC_NAME))) {
+        labels_set *vls = NULL;
+        ve = labels_builder_finish(b, LABELS_VALIDATE, &vls, NULL, 0);
+        labels_unref(vls);
+    }
     for (size_t i = 0; i < ncf; i++) free(cf[i].newname);
     free(cf);
     if (e == BASE_E_NOMEM) goto nomem;
@@ -556,12 +621,24 @@ static int build_series(sc_worker *w, sc_loop *l, const expo_parser *p, sc_serie
         fail(r, BASE_E_INVAL, SC_FAIL_OTHER, "missing metric name (__name__ label)");
         return BASE_E_INVAL;
     }
+    if (ve == BASE_E_NOMEM) {
+        labels_unref(ls);
+        goto nomem;
+    }
+    if (ve) {
+        base_buf_reset(sb);
+        labels_format(ls, sb);
+        labels_unref(ls);
+        fail(r, BASE_E_INVAL, SC_FAIL_OTHER, "invalid metric name or label names: %.*s",
+             base_buf_err(sb) ? 0 : (int)sb->len, sb->data ? sb->data : "");
+        return BASE_E_INVAL;
+    }
     if ((e = check_limits(pc, ls, r))) {
         labels_unref(ls);
         return e;
     }
-    sc_series *s = ser_get(&l->cache, ls);
-    if (!s) goto nomem;
+    uint32_t s = ser_get(&l->cache, ls);
+    if (s == SC_NONE) goto nomem;
     *ret = s;
     return 1;
 nomem:
@@ -571,43 +648,72 @@ nomem:
 
 /* ---- queueing ------------------------------------------------------------------ */
 
-static int queue(sc_worker *w, sc_cache *c, sc_series *s, int64_t t, double v) {
-    if (s->ref) return tsdb_head_app_add_ref(w->app, s->ref, t, v);
+/* Queues a sample of series s (index si into the series array, SC_NONE
+ * for a report series, which are pinned after every commit). */
+static int queue(sc_worker *w, sc_cache *c, sc_series *s, uint32_t si, int64_t t, double v) {
+    if (s->hs) return tsdb_head_app_add_pinned(w->app, s->hs, t, v);
     int e = tsdb_head_app_add(w->app, s->ls, t, v);
-    if (!e && !s->resolving) {
-        if ((e = push(&c->resolve, &c->nresolve, &c->capresolve, s))) return e;
+    if (!e && si != SC_NONE && !s->resolving) {
+        if ((e = push_u32(&c->resolve, &c->nresolve, &c->capresolve, si))) return e;
         s->resolving = 1;
     }
     return e;
 }
 
 static void clear_resolve(sc_cache *c) {
-    for (size_t i = 0; i < c->nresolve; i++) c->resolve[i]->resolving = 0;
+    for (size_t i = 0; i < c->nresolve; i++) c->ser[c->resolve[i]].resolving = 0;
     c->nresolve = 0;
 }
 
-void sc__resolve_refs(sc_worker *w, sc_loop *l) {
-    sc_cache *c = &l->cache;
+static void resolve_pins(sc_worker *w, sc_cache *c) {
     tsdb_head *h = w->m->head;
     for (size_t i = 0; i < c->nresolve; i++) {
-        sc_series *s = c->resolve[i];
-        uint64_t ref;
-        if (tsdb_head_ref(h, s->ls, &ref) == 0) s->ref = ref;
+        sc_series *s = &c->ser[c->resolve[i]];
+        if (!s->hs) s->hs = tsdb_head_pin_labels(h, s->ls);
         s->resolving = 0;
     }
     c->nresolve = 0;
+    for (int i = 0; i < SC_NREPORT; i++)
+        if (c->report[i].ls && !c->report[i].hs) c->report[i].hs = tsdb_head_pin_labels(h, c->report[i].ls);
+}
+
+void sc__after_commit(sc_worker *w, sc_loop *l, tsdb_append_result *res, int ok) {
+    sc_cache *c = &l->cache;
+    resolve_pins(w, c);
+    if (!res->unknown_ref) return;
+    /* the head garbage-collected series we held: look them all up again,
+     * and store this scrape's samples of the series it lost */
+    sc__cache_unpin(c);
+    if (!ok) return;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nser; i++) {
+        sc_series *s = &c->ser[i];
+        if (s->samp_iter != c->iter) continue;
+        double v;
+        memcpy(&v, &s->samp_v, sizeof v);
+        if (queue(w, c, s, (uint32_t)i, s->samp_t, v)) break;
+        n++;
+    }
+    /* (stale markers queued for lost series are lost with them) */
+    if (!n) return;
+    tsdb_append_result r2;
+    memset(&r2, 0, sizeof r2);
+    if (tsdb_head_app_commit(w->app, &r2) == 0) {
+        res->appended += r2.appended;
+        res->series_created += r2.series_created;
+    }
+    resolve_pins(w, c);
 }
 
 void sc__append_all_stale(sc_worker *w, sc_loop *l, int64_t ts) {
     sc_cache *c = &l->cache;
-    for (size_t i = 0; i < c->nprev; i++) {
-        sc_series *s = c->prev[i];
+    double snan = stale_nan();
+    for (size_t i = 0; i < c->nser; i++) {
+        sc_series *s = &c->ser[i];
+        if (!s->inprev) continue;
         s->inprev = 0;
-        queue(w, c, s, ts, stale_nan());
+        queue(w, c, s, (uint32_t)i, ts, snan);
     }
-    c->nprev = 0;
-    for (size_t i = 0; i < c->ncur; i++) c->cur[i]->mark = 0;
-    c->ncur = 0;
 }
 
 void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_format fmt, int64_t ts,
@@ -617,13 +723,13 @@ void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_for
     memset(r, 0, sizeof *r);
     if (++c->iter == 0) c->iter = 1;
     uint32_t iter = c->iter;
-    /* refs may be stale after a long outage (head GC): look them up again */
-    if (c->last_ok_ms && ts - c->last_ok_ms > SC_REF_TRUST_MS) {
-        for (size_t i = 0; i < c->nser_b; i++)
-            for (sc_series *s = c->ser[i]; s; s = s->next) s->ref = 0;
-        for (int i = 0; i < SC_NREPORT; i++)
-            if (c->report[i]) c->report[i]->ref = 0;
-    }
+    /* pins may be of series the head garbage-collected during a long
+     * outage: look them up again (the appender is empty here) */
+    if (c->last_ok_ms && ts - c->last_ok_ms > SC_REF_TRUST_MS) sc__cache_unpin(c);
+    c->pos = 0;
+    c->nseen = 0;
+    c->reorder = 0;
+    w->nseq = 0;
     expo_parser p;
     expo_parser_init(&p, body, len, fmt, NULL);
     int limit_hit = 0;
@@ -634,25 +740,45 @@ void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_for
         if (e == EXPO_ENTRY_SERIES) {
             r->total++;
             base_str raw = expo_parser_series(&p);
-            uint64_t h = XXH3_64bits(raw.p, raw.n);
-            sc_raw *re = raw_find(c, h, raw);
-            sc_series *s;
+            XXH128_hash_t hh = XXH3_128bits(raw.p, raw.n);
+            uint32_t ri;
+            /* the scrape-order fast path: the entry after the last one */
+            if (c->pos < c->nraw && c->raw[c->pos].h1 == hh.low64 && c->raw[c->pos].h2 == hh.high64)
+                ri = (uint32_t)c->pos;
+            else {
+                ri = raw_find(c, hh.low64, hh.high64);
+                c->reorder = 1;
+            }
+            uint32_t si;
             int isnew = 0;
-            if (re) {
-                re->iter = iter;
-                if (!re->s) continue;
-                s = re->s;
+            if (ri != SC_NONE) {
+                sc_raw *re = &c->raw[ri];
+                c->pos = (size_t)ri + 1;
+                if (re->iter != iter) {
+                    re->iter = iter;
+                    c->nseen++;
+                    if (push_u32(&w->seq, &w->nseq, &w->capseq, ri)) {
+                        fail(r, BASE_E_NOMEM, SC_FAIL_OTHER, "out of memory");
+                        break;
+                    }
+                }
+                if (re->s == SC_NONE) continue;
+                si = re->s;
             } else {
-                s = NULL;
-                int rc = build_series(w, l, &p, &s, r);
+                si = SC_NONE;
+                int rc = build_series(w, l, &p, &si, r);
                 if (rc < 0) break;
-                if (!raw_insert(c, h, raw, s)) {
+                ri = raw_insert(c, hh.low64, hh.high64, si);
+                if (ri == SC_NONE || push_u32(&w->seq, &w->nseq, &w->capseq, ri)) {
                     fail(r, BASE_E_NOMEM, SC_FAIL_OTHER, "out of memory");
                     break;
                 }
+                c->nseen++;
+                c->pos = c->nraw;
                 if (rc == 0) continue;
                 isnew = 1;
             }
+            sc_series *s = &c->ser[si];
             r->added++;
             int explicit_ts = honor_ts && expo_parser_has_ts(&p);
             int64_t t = explicit_ts ? expo_parser_ts_ms(&p) : ts;
@@ -665,33 +791,33 @@ void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_for
             double v = expo_parser_value(&p);
             uint64_t vb = dbits(v);
             if (s->samp_iter == iter && s->samp_t == t) {
-                /* the same series twice at one time in one body */
+                /* the same series twice at one time in one body: the head
+                 * would keep the first; 2.42 still counts a new raw line */
                 if (s->samp_v != vb) r->duplicate++;
+                if (isnew) r->series_added++;
                 continue;
             }
             s->samp_iter = iter;
             s->samp_t = t;
             s->samp_v = vb;
-            if (queue(w, c, s, t, v)) {
+            if (queue(w, c, s, si, t, v)) {
                 fail(r, BASE_E_NOMEM, SC_FAIL_OTHER, "out of memory");
                 break;
             }
-            if (!explicit_ts && s->mark != iter) {
-                s->mark = iter;
-                if (push(&c->cur, &c->ncur, &c->capcur, s)) {
-                    fail(r, BASE_E_NOMEM, SC_FAIL_OTHER, "out of memory");
-                    break;
-                }
-            }
+            if (!explicit_ts) s->mark = iter;
             if (isnew) r->series_added++;
         } else if (e == EXPO_ENTRY_EOF) {
             break;
         } else if (e < 0) {
+            const char *em = expo_parser_error(&p);
+            /* 2.42 finds repeated label names in storage, after counting
+             * the sample in scrape_samples_scraped */
+            if (e == BASE_E_PARSE && strstr(em, " is not unique: invalid sample")) r->total++;
             fail(r, e,
                  e == BASE_E_LIMIT   ? SC_FAIL_LABEL_LIMIT
                  : e == BASE_E_NOMEM ? SC_FAIL_OTHER
                                      : SC_FAIL_PARSE,
-                 "%s", expo_parser_error(&p));
+                 "%s", em);
             break;
         } else if (e == EXPO_ENTRY_HELP || e == EXPO_ENTRY_TYPE || e == EXPO_ENTRY_UNIT) {
             meta_entry(w, l, &p, e);
@@ -702,24 +828,17 @@ void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_for
     if (r->err) {
         tsdb_head_app_rollback(w->app);
         clear_resolve(c);
+        w->nseq = 0;
         return;
     }
     /* staleness: the previous scrape's series not seen in this one */
     double snan = stale_nan();
-    for (size_t i = 0; i < c->nprev; i++) {
-        sc_series *s = c->prev[i];
-        s->inprev = 0;
-        if (s->mark != iter) queue(w, c, s, ts, snan);
+    for (size_t i = 0; i < c->nser; i++) {
+        sc_series *s = &c->ser[i];
+        int seen = s->mark == iter;
+        if (s->inprev && !seen) queue(w, c, s, (uint32_t)i, ts, snan);
+        s->inprev = (uint8_t)seen;
     }
-    sc_series **t = c->prev;
-    size_t tc = c->capprev;
-    c->prev = c->cur;
-    c->capprev = c->capcur;
-    c->nprev = c->ncur;
-    c->cur = t;
-    c->capcur = tc;
-    c->ncur = 0;
-    for (size_t i = 0; i < c->nprev; i++) c->prev[i]->inprev = 1;
     c->last_ok_ms = ts;
 }
 
@@ -729,23 +848,18 @@ void sc__report(sc_worker *w, sc_loop *l, int64_t ts, double duration_s, const s
     double vals[SC_NREPORT] = {up ? 1 : 0, duration_s, (double)r->total, (double)r->added,
                                (double)r->series_added};
     for (int i = 0; i < SC_NREPORT; i++) {
-        if (!c->report[i]) {
+        sc_series *s = &c->report[i];
+        if (!s->ls) {
             labels_builder *b = &w->b;
             labels_builder_reset(b);
             labels_builder_from(b, l->series_tls);
             labels_builder_set(b, base_str_c(LABELS_METRIC_NAME), base_str_c(report_names[i]));
             labels_set *ls = NULL;
-            if (labels_builder_finish(b, 0, &ls, NULL, 0)) continue;
-            sc_series *s = calloc(1, sizeof *s);
-            if (!s) {
-                labels_unref(ls);
-                continue;
-            }
+            int e = labels_builder_finish(b, 0, &ls, NULL, 0);
+            labels_builder_reset(b);
+            if (e) continue;
             s->ls = ls;
-            s->hash = labels_hash(ls);
-            c->report[i] = s;
         }
-        queue(w, c, c->report[i], ts, stale ? stale_nan() : vals[i]);
+        queue(w, c, s, SC_NONE, ts, stale ? stale_nan() : vals[i]);
     }
-    labels_builder_reset(&w->b);
 }

@@ -452,15 +452,8 @@ static void finish(sc_worker *w, sc_loop *l, int have_body, const char *err_in, 
     memset(&res, 0, sizeof res);
     int ce = tsdb_head_app_commit(w->app, &res);
     if (ce) base_log(BASE_LOG_WARN, "Scrape commit failed", "target", l->url, "err", base_strerror(ce), NULL);
-    sc__resolve_refs(w, l);
-    if (res.unknown_ref) {
-        /* the head forgot series we had refs for: look them up next time */
-        for (size_t i = 0; i < l->cache.nser_b; i++)
-            for (sc_series *s = l->cache.ser[i]; s; s = s->next) s->ref = 0;
-        for (int i = 0; i < SC_NREPORT; i++)
-            if (l->cache.report[i]) l->cache.report[i]->ref = 0;
-    }
-    if (ok && have_body) sc__cache_collect(l);
+    sc__after_commit(w, l, &res, ok);
+    if (ok && have_body) sc__cache_collect(w, l);
     atomic_fetch_add(&m->scrapes, 1);
     if (!ok) atomic_fetch_add(&m->fails[reason > 0 && reason < SC_FAIL_N ? reason : SC_FAIL_OTHER], 1);
     atomic_fetch_add(&m->samples_appended, res.appended);
@@ -787,6 +780,9 @@ void sc__worker_stop(sc_worker *w) {
     base_buf_free(&w->help);
     free(w->voff);
     w->voff = NULL;
+    free(w->seq);
+    w->seq = NULL;
+    w->nseq = w->capseq = 0;
     if (w->app) tsdb_head_app_free(w->app);
     w->app = NULL;
     if (w->dec) libdeflate_free_decompressor(w->dec);

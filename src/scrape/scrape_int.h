@@ -23,19 +23,42 @@
  *        moves to the successor first when taken over)
  *
  * The series cache (per loop, worker-only):
- *   raw table: raw series bytes (expo_parser_series) -> sc_series, or
- *              "dropped by metric relabeling"; entries not seen in a
- *              successful scrape are removed after it (Prometheus's
- *              scrapeCache.iterDone).
- *   series table: final label sets -> sc_series {head ref, marks}; one
- *              series for every raw form that yields the same set, so
+ *   raw table: a dense array of small inline entries {XXH3-128 of the raw
+ *              series bytes (expo_parser_series), series index or "dropped
+ *              by metric relabeling", iteration last seen}, kept in the
+ *              order of the last successful scrape, plus an open-addressing
+ *              index of uint32 slots over it. Bodies list series in the same
+ *              order every scrape, so a line is first compared with the
+ *              entry after the previous line's (sequential access; no probe,
+ *              no key bytes); only a miss probes the index. Entries not seen
+ *              in a successful scrape are removed after it (Prometheus's
+ *              scrapeCache.iterDone), and the array is rebuilt in the
+ *              scrape's order when that order changed. The raw bytes are not
+ *              kept: two different lines collide on all 128 bits with
+ *              probability ~n^2/2^129 (n entries; ~1e-33 for a million),
+ *              far below any hardware error rate.
+ *   series table: a dense array of sc_series (final label sets, the pinned
+ *              head series, staleness and duplicate state), indexed by an
+ *              open-addressing table of uint32 slots keyed by labels_hash;
+ *              one series for every raw form that yields the same set, so
  *              staleness is tracked per stored series, as Prometheus
- *              tracks it per label-set hash.
- *   prev list: the series seen (without explicit timestamps) in the last
- *              successful scrape; those not seen again get stale markers.
- * Invariant: every series in the series table is referenced by >= 1 raw
- * entry or by the prev list (sc_series.rawrefs, .inprev), else it is freed
- * at the next collection.
+ *              tracks it per label-set hash. Raw entries name series by
+ *              index; collection compacts the array and remaps them.
+ *   staleness: sc_series.inprev = seen (without explicit timestamps) in the
+ *              last successful scrape, .mark = iteration last seen; after a
+ *              successful scrape the inprev series not marked get stale
+ *              markers (one sequential pass over the series array).
+ *   pins: a series' head series is pinned (tsdb_head_pin_labels) once a
+ *              commit created it, and its samples are queued with
+ *              tsdb_head_app_add_pinned (no per-sample ref lookup). Every
+ *              pin is released when its series leaves the cache (collection,
+ *              sc__cache_free on every loop end; a takeover moves the cache
+ *              with its pins), and all pins are dropped and looked up again
+ *              by labels when a commit reports unknown_ref (the head
+ *              garbage-collected a series) or after SC_REF_TRUST_MS.
+ * Invariant: every series in the series array is referenced by >= 1 raw
+ * entry, is inprev, or is on the resolve list, else it is freed at the next
+ * collection. Pins are only released with the worker's appender empty.
  */
 #ifndef KELVIN_SCRAPE_SCRAPE_INT_H
 #define KELVIN_SCRAPE_SCRAPE_INT_H
@@ -62,8 +85,8 @@
 /* Samples more than this ahead of the scrape are out of bounds (2.42's
  * timeLimitAppender: 10 minutes). */
 #define SC_MAX_AHEAD_MS    (10LL * 60 * 1000)
-/* After this long without a successful append, cached head refs may
- * point at series the head has garbage-collected: forget them. */
+/* After this long without a successful append, pinned head series may
+ * have been garbage-collected by the head: drop the pins, look up again. */
 #define SC_REF_TRUST_MS    (30LL * 60 * 1000)
 /* Metadata of a family not seen for this many scrapes is dropped. */
 #define SC_META_KEEP_ITERS 10
@@ -96,27 +119,26 @@ int sc__cache_reusable(const cfg_scrape *a, const cfg_scrape *b);
 
 /* ---- the series cache ---------------------------------------------------- */
 
+#define SC_NONE UINT32_MAX
+
+/* 48 bytes. */
 typedef struct sc_series {
-    struct sc_series *next; /* hash chain */
     labels_set *ls;
-    uint64_t hash; /* labels_hash(ls) */
-    uint64_t ref;  /* head ref; 0 until known */
-    uint32_t mark; /* iteration it was last tracked for staleness */
-    uint32_t samp_iter;
-    int64_t samp_t; /* its last sample in iteration samp_iter */
+    tsdb_head_series *hs; /* pinned head series; NULL until known */
+    int64_t samp_t;       /* its last sample in iteration samp_iter */
     uint64_t samp_v;
+    uint32_t samp_iter;
+    uint32_t mark; /* iteration it was last seen (no explicit timestamp) */
     uint32_t rawrefs;
-    uint8_t inprev;
-    uint8_t resolving; /* on the after-commit ref resolution list */
+    uint8_t inprev;    /* seen in the last successful scrape */
+    uint8_t resolving; /* on the after-commit resolution list */
 } sc_series;
 
+/* 24 bytes. */
 typedef struct sc_raw {
-    struct sc_raw *next;
-    uint64_t h;
-    sc_series *s; /* NULL: dropped by metric relabeling */
-    uint32_t iter;
-    uint32_t len;
-    char key[];
+    uint64_t h1, h2; /* XXH3-128 of the raw series bytes */
+    uint32_t s;      /* series index; SC_NONE: dropped by metric relabeling */
+    uint32_t iter;   /* iteration last seen */
 } sc_raw;
 
 typedef struct sc_meta {
@@ -127,30 +149,33 @@ typedef struct sc_meta {
     char *help;     /* unescaped, "" when none */
     char *help_raw; /* as written (cheap change detection) */
     char *unit;
+    size_t name_len, help_raw_len, unit_len; /* worker-only (change detection) */
     uint32_t iter;
 } sc_meta;
 
 typedef struct sc_cache {
-    sc_raw **raw;
-    size_t nraw_b, nraw;
-    sc_series **ser;
-    size_t nser_b, nser;
-    sc_series **prev;
-    size_t nprev, capprev;
-    sc_series **cur;
-    size_t ncur, capcur;
-    sc_series *report[SC_NREPORT];
-    uint32_t iter;
-    int64_t last_ok_ms;  /* wall time of the last successful append */
-    size_t key_bytes;    /* bytes of raw keys (memory accounting) */
-    sc_series **resolve; /* new series whose ref is learnt after the commit */
+    sc_raw *raw; /* in the last successful scrape's order */
+    size_t nraw, capraw;
+    uint32_t *rawix; /* open addressing over raw (SC_NONE: empty), 2^k slots */
+    size_t nrawix;
+    sc_series *ser;
+    size_t nser, capser;
+    uint32_t *serix; /* open addressing over ser by labels_hash */
+    size_t nserix;
+    uint32_t *resolve; /* series queued by labels, pinned after the commit */
     size_t nresolve, capresolve;
+    sc_series report[SC_NREPORT]; /* ls NULL until built */
+    uint32_t iter;
+    size_t pos;         /* order cursor: the raw entry expected next */
+    size_t nseen;       /* raw entries seen in this iteration */
+    int reorder;        /* this scrape left the recorded order */
+    int64_t last_ok_ms; /* scrape time of the last successful append */
 } sc_cache;
 
 void sc__cache_init(sc_cache *c);
 void sc__cache_free(sc_cache *c);
 /* Drops the raw table (a reload changed how series are labelled); keeps
- * the series and the prev list for staleness. */
+ * the series and their staleness state. */
 void sc__cache_flush_raw(sc_cache *c);
 size_t sc__cache_bytes(const sc_cache *c);
 
@@ -243,6 +268,8 @@ typedef struct sc_worker {
     base_buf scratch, inflate, help;
     size_t *voff; /* per label: offset of its unescaped value in scratch */
     size_t capvoff;
+    uint32_t *seq; /* the raw entries of the scrape being appended, in order */
+    size_t nseq, capseq;
     tsdb_head_app *app;
     struct libdeflate_decompressor *dec;
 } sc_worker;
@@ -282,11 +309,17 @@ void sc__append_all_stale(sc_worker *w, sc_loop *l, int64_t ts);
 /* Queues the report series. */
 void sc__report(sc_worker *w, sc_loop *l, int64_t ts, double duration_s, const sc_result *r, int up,
                 int stale);
-/* After a commit: learns the head refs of new series. */
-void sc__resolve_refs(sc_worker *w, sc_loop *l);
+/* After a commit (res from it; ok: the scrape's append succeeded): pins
+ * the head series of new series; on res->unknown_ref drops every pin and,
+ * for a successful scrape, queues its samples again by labels and commits
+ * them (adding to *res), so a series the head garbage-collected is
+ * recreated with this scrape's sample. */
+void sc__after_commit(sc_worker *w, sc_loop *l, tsdb_append_result *res, int ok);
+/* Releases every pin of the cache (the worker's appender must be empty). */
+void sc__cache_unpin(sc_cache *c);
 /* After a successful non-empty scrape: drops raw entries not seen in it
- * and series nothing references. */
-void sc__cache_collect(sc_loop *l);
+ * and series nothing references; records the scrape's order. */
+void sc__cache_collect(sc_worker *w, sc_loop *l);
 
 /* ---- targets -------------------------------------------------------------- */
 
