@@ -47,7 +47,10 @@
  *    handed out as they are; a consumer that stores series must drop them
  *    (by name), as Prometheus does.
  *  - one deliberate difference: blanks at the start of a text line are not
- *    part of the metric name (2.42 keeps them in it).
+ *    part of the metric name (2.42 keeps them in it, and so fails the
+ *    scrape on an invalid name; the Pushgateway's parser skips them). The
+ *    scraper, which must fail as 2.42 does, sees them before the series
+ *    view (src/scrape/append.c).
  *
  * Errors. expo_parser_next() returns a negative BASE_E_* code: BASE_E_PARSE
  * (the input is not valid; Prometheus would fail the scrape),

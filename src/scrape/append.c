@@ -765,6 +765,18 @@ void sc__append(sc_worker *w, sc_loop *l, const char *body, size_t len, expo_for
                 if (re->s == SC_NONE) continue;
                 si = re->s;
             } else {
+                /* The parser skips blanks before a text line's name (as the
+                 * Pushgateway's does); 2.42's scrape parser keeps them in the
+                 * name, which then fails the scrape as invalid. */
+                if (fmt == EXPO_FMT_TEXT && raw.p > body && (raw.p[-1] == ' ' || raw.p[-1] == '\t')) {
+                    const char *q = raw.p;
+                    while (q > body && (q[-1] == ' ' || q[-1] == '\t')) q--;
+                    base_str name = expo_parser_name(&p);
+                    fail(r, BASE_E_INVAL, SC_FAIL_OTHER,
+                         "invalid metric name or label names: {__name__=\"%.*s%.*s\"}", (int)(raw.p - q), q,
+                         (int)name.n, name.p);
+                    break;
+                }
                 si = SC_NONE;
                 int rc = build_series(w, l, &p, &si, r);
                 if (rc < 0) break;
