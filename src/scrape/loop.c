@@ -463,8 +463,12 @@ static void finish(sc_worker *w, sc_loop *l, int have_body, const char *err_in, 
     log_change(l, ok, msg);
     set_status(l, ok, msg, l->start_wall_ns, dur);
     l->last_ts_ms = l->start_ms;
-    /* keep a small body buffer; large ones go back to malloc */
-    if (l->body.cap > ((size_t)256 << 10))
+    /* Only a few loops of a worker are in flight at once, while hundreds
+     * wait for their next tick: a body buffer kept by each waiting loop
+     * would be most of the memory a target costs beyond its series (200
+     * targets x ~40 KB of gzip'd body). Small ones are kept; the rest go
+     * back to malloc, which hands the same chunks to the next loops due. */
+    if (l->body.cap > ((size_t)4 << 10))
         base_buf_free(&l->body);
     else
         base_buf_reset(&l->body);

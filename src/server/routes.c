@@ -285,6 +285,10 @@ static void lifecycle(server *s, const http_request *req, http_response *resp, i
         http_respond_text(resp, 403, "Lifecycle API is not enabled.\n");
         return;
     }
+    if (!s->ready) {
+        http_respond_text(resp, 503, "Service Unavailable\n");
+        return;
+    }
     if (quit) {
         http_respond_text(resp, 200, "Requesting termination... Goodbye!\n");
         kill(getpid(), SIGTERM);

@@ -4,6 +4,7 @@
 #define KELVIN_SERVER_SERVER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -30,10 +31,11 @@ typedef struct server {
     pthread_mutex_t reload_mu; /* one reload at a time */
     pthread_rwlock_t cfg_lock; /* readers of cfg (routes) vs the swap */
     cfg_config *cfg;           /* the running configuration */
-    volatile int ready;        /* 1 once the first configuration runs */
-    volatile int reload_ok;
-    int64_t reload_success_ms, start_ms;
-    volatile unsigned long long reloads, reload_failures;
+    atomic_int ready;          /* 1 once the first configuration runs, 0 from shutdown on */
+    atomic_int reload_ok;
+    atomic_llong reload_success_ms;
+    int64_t start_ms;
+    atomic_ullong reloads, reload_failures;
 } server;
 
 /* Loads and applies the configuration file again (see server.c). 0, or an
