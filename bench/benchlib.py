@@ -1,6 +1,57 @@
-"""bench/benchlib.py -- /proc readings shared by the benchmark scripts: CPU
-time and memory of a process, read the same way for Kelvin and its peers."""
+"""bench/benchlib.py -- what the benchmark scripts share: /proc readings (CPU
+time and memory of a process, read the same way for Kelvin and its peers),
+free loopback ports, and the processes a benchmark starts (every one stopped
+by cleanup(), failure included)."""
 import os
+import socket
+import subprocess
+
+procs = []  # every process started with start(), stopped in cleanup()
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def start(cmd, **kw):
+    kw.setdefault("stdout", subprocess.DEVNULL)
+    kw.setdefault("stderr", subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, **kw)
+    procs.append(p)
+    return p
+
+
+def stop(p, timeout=20):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p in procs:
+        procs.remove(p)
+
+
+def cleanup():
+    for p in reversed(list(procs)):
+        try:
+            stop(p)
+        except OSError:
+            pass
+    procs.clear()
 
 
 def cpu_seconds(pid):

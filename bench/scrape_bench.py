@@ -49,14 +49,13 @@ every scraper asked for ran (goals are reported, not enforced), 1 otherwise.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-from benchlib import cpu_seconds, status_kib
+from benchlib import BenchError, cleanup, cpu_seconds, free_port, log, procs, start, status_kib, stop
 
 KELVIN = os.path.abspath(os.environ.get("KELVIN_BIN", "build/kelvin"))
 PEERS = os.path.abspath(os.environ.get("KELVIN_PEERS", "build/peers"))
@@ -67,52 +66,6 @@ NODES = int(os.environ.get("SCRAPE_BENCH_NODES", "200"))
 INTERVAL = float(os.environ.get("SCRAPE_BENCH_INTERVAL", "5"))
 SECONDS = float(os.environ.get("SCRAPE_BENCH_SECONDS", "120"))
 SCRAPERS = [s.strip() for s in os.environ.get("SCRAPE_BENCH_SCRAPERS", "prometheus,vm,kelvin").split(",") if s.strip()]
-
-procs = []  # every process started, stopped in cleanup()
-
-
-class BenchError(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(cmd, **kw):
-    kw.setdefault("stdout", subprocess.DEVNULL)
-    kw.setdefault("stderr", subprocess.DEVNULL)
-    p = subprocess.Popen(cmd, **kw)
-    procs.append(p)
-    return p
-
-
-def stop(p):
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    if p in procs:
-        procs.remove(p)
-
-
-def cleanup():
-    for p in reversed(list(procs)):
-        try:
-            stop(p)
-        except OSError:
-            pass
 
 
 def http_get(url, timeout=10):

@@ -66,7 +66,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -74,7 +73,7 @@ import threading
 import time
 import urllib.request
 
-from benchlib import cpu_seconds, status_kib
+from benchlib import BenchError, cleanup, cpu_seconds, free_port, log, procs, start, status_kib, stop
 
 KELVIN = os.environ.get("KELVIN_BIN", "build/kelvin")
 BUILD = os.environ.get("KELVIN_BUILD_DIR", os.path.dirname(os.path.abspath(KELVIN)))
@@ -98,51 +97,6 @@ SCRAPE_NODES = int(os.environ.get("TSDB_BENCH_SCRAPE_NODES", "0")) or -(-100000 
 START_MS = 1704110400000  # 2024-01-01T12:00:00Z, a multiple of 54 h: up to 54 h of data is one block
 BLOCK = "54h"
 BLOCK_MS = 54 * 3600 * 1000
-
-procs = []  # every process started, stopped in cleanup()
-
-
-class BenchError(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def start(cmd, **kw):
-    kw.setdefault("stdout", subprocess.DEVNULL)
-    kw.setdefault("stderr", subprocess.DEVNULL)
-    p = subprocess.Popen(cmd, **kw)
-    procs.append(p)
-    return p
-
-
-def stop(p):
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-
-
-def cleanup():
-    for p in reversed(procs):
-        try:
-            stop(p)
-        except OSError:
-            pass
-    procs.clear()
 
 
 def run(cmd, timeout, what):
@@ -299,7 +253,6 @@ def vm_import(tmp, samples):
     detail = {"data": dir_bytes(os.path.join(data, "data")), "indexdb": dir_bytes(os.path.join(data, "indexdb"))}
     size = dir_bytes(data)
     stop(vm)
-    procs.remove(vm)
     return size, wall, cpu, detail, parts, added, stable >= 3
 
 

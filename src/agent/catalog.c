@@ -64,3 +64,24 @@ void agent_catalog_markdown(base_buf *out) {
         base_buf_putc(out, '\n');
     }
 }
+
+const char *agent_metric_om_unit(const agent_metric *m) {
+    static const struct {
+        const char *cat, *om;
+    } units[] = {{"C", "celsius"},
+                 {"W", "watts"},
+                 {"Hz", "hertz"},
+                 {"bytes", "bytes"},
+                 {"seconds", "seconds"},
+                 {"ratio", "ratio"},
+                 {"bytes/s", "bytes_per_second"}};
+    if (strncmp(m->name, "kelvin_", 7) != 0) return NULL;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(m->unit, units[i].cat) != 0) continue;
+        size_t n = strlen(m->name), un = strlen(units[i].om);
+        if (m->type == EXPO_COUNTER && n > 6 && strcmp(m->name + n - 6, "_total") == 0) n -= 6;
+        if (n > un + 1 && m->name[n - un - 1] == '_' && strncmp(m->name + n - un, units[i].om, un) == 0)
+            return units[i].om;
+    }
+    return NULL;
+}

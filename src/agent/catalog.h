@@ -48,6 +48,10 @@ extern const agent_catalog_section agent_catalog_self;
 const agent_catalog_section *const *agent_catalog_sections(size_t *ret_n);
 /* The entry for name, or NULL. */
 const agent_metric *agent_catalog_find(const char *name);
+/* The OpenMetrics UNIT of a kelvin_* metric whose name ends in its unit
+ * ("celsius", "watts", ...), else NULL: dcgm-exporter's names carry no
+ * unit suffix, and OpenMetrics requires the name to end in the unit. */
+const char *agent_metric_om_unit(const agent_metric *m);
 /* Writes the Markdown reference (docs/metrics.md). */
 void agent_catalog_markdown(base_buf *out);
 

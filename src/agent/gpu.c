@@ -1375,28 +1375,6 @@ static void read_device(agent_gpu *g, gpu_dev *d) {
     }
 }
 
-/* The OpenMetrics unit of a Kelvin metric, when its name carries it. */
-static const char *om_unit(const agent_metric *m) {
-    static const struct {
-        const char *cat, *om;
-    } units[] = {{"C", "celsius"},
-                 {"W", "watts"},
-                 {"Hz", "hertz"},
-                 {"bytes", "bytes"},
-                 {"seconds", "seconds"},
-                 {"ratio", "ratio"},
-                 {"bytes/s", "bytes_per_second"}};
-    if (strncmp(m->name, "kelvin_", 7) != 0) return NULL;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(m->unit, units[i].cat) != 0) continue;
-        size_t n = strlen(m->name), un = strlen(units[i].om);
-        if (m->type == EXPO_COUNTER && n > 6 && strcmp(m->name + n - 6, "_total") == 0) n -= 6;
-        if (n > un + 1 && m->name[n - un - 1] == '_' && strncmp(m->name + n - un, units[i].om, un) == 0)
-            return units[i].om;
-    }
-    return NULL;
-}
-
 int agent_gpu_collect(void *ctx, expo_mset *ms) {
     agent_gpu *g = ctx;
     g->ms = ms;
@@ -1412,7 +1390,7 @@ int agent_gpu_collect(void *ctx, expo_mset *ms) {
                      "reason", g->down_reason, NULL);
     }
     const agent_metric *up = &agent__gpu_metrics[GPU_M_K_NVML_UP];
-    expo_family *fup = expo_mset_family(ms, up->name, up->type, up->help, om_unit(up));
+    expo_family *fup = expo_mset_family(ms, up->name, up->type, up->help, agent_metric_om_unit(up));
     if (!g->up) {
         char *extra = g->simulated ? expo_mset_labels(ms, "reason", g->down_reason, "simulated", "true", NULL)
                                    : expo_mset_labels(ms, "reason", g->down_reason, NULL);
@@ -1428,7 +1406,7 @@ int agent_gpu_collect(void *ctx, expo_mset *ms) {
     for (int m = 0; m < GPU_M__COUNT; m++) {
         if (m == GPU_M_K_NVML_UP || !enabled(g, m)) continue;
         const agent_metric *am = &agent__gpu_metrics[m];
-        g->fam[m] = expo_mset_family(ms, am->name, am->type, am->help, om_unit(am));
+        g->fam[m] = expo_mset_family(ms, am->name, am->type, am->help, agent_metric_om_unit(am));
     }
     /* GPM needs 100 ms between samples: the first cycle may come sooner */
     if (!g->gpm_first_wait_done) {

@@ -215,6 +215,11 @@ int cfg_load_buf(const char *buf, size_t len, const char *name, const char *dir,
                  size_t errlen);
 void cfg_free(cfg_config *c);
 
+/* Frees the strings of an HTTP client configuration and zeroes it. */
+void cfg_http_clear(cfg_http *h);
+/* A deep copy (dst gets its own strings): 0 or BASE_E_NOMEM (dst zeroed). */
+int cfg_http_copy(cfg_http *dst, const cfg_http *src);
+
 /* A scrape config by job name, or NULL. */
 const cfg_scrape *cfg_find_scrape(const cfg_config *c, const char *job);
 /* Whether two scrape configs are the same (every field, relabel rules

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "config/config.h"
 
 static void free_strs(char **v, size_t n) {
@@ -24,20 +25,42 @@ static void free_kvs(cfg_kvs *k) {
     free(k->v);
 }
 
-static void free_http(cfg_http *h) {
-    free(h->basic_auth_username);
-    free(h->basic_auth_password);
-    free(h->basic_auth_password_file);
-    free(h->auth_type);
-    free(h->auth_credentials);
-    free(h->auth_credentials_file);
-    free(h->tls.ca_file);
-    free(h->tls.cert_file);
-    free(h->tls.key_file);
-    free(h->tls.server_name);
-    free(h->tls.min_version);
-    free(h->tls.max_version);
-    free(h->proxy_url);
+/* Every string a cfg_http owns, once, for cfg_http_clear and cfg_http_copy. */
+#define CFG__HTTP_STRINGS(X)                                                                                 \
+    X(basic_auth_username)                                                                                   \
+    X(basic_auth_password)                                                                                   \
+    X(basic_auth_password_file)                                                                              \
+    X(auth_type)                                                                                             \
+    X(auth_credentials)                                                                                      \
+    X(auth_credentials_file)                                                                                 \
+    X(tls.ca_file)                                                                                           \
+    X(tls.cert_file)                                                                                         \
+    X(tls.key_file)                                                                                          \
+    X(tls.server_name)                                                                                       \
+    X(tls.min_version)                                                                                       \
+    X(tls.max_version)                                                                                       \
+    X(proxy_url)
+
+void cfg_http_clear(cfg_http *h) {
+#define FREE(f) free(h->f);
+    CFG__HTTP_STRINGS(FREE)
+#undef FREE
+    memset(h, 0, sizeof *h);
+}
+
+int cfg_http_copy(cfg_http *dst, const cfg_http *src) {
+    *dst = *src;
+#define NUL(f) dst->f = NULL;
+    CFG__HTTP_STRINGS(NUL)
+#undef NUL
+#define DUP(f)                                                                                               \
+    if (src->f && !(dst->f = strdup(src->f))) goto fail;
+    CFG__HTTP_STRINGS(DUP)
+#undef DUP
+    return 0;
+fail:
+    cfg_http_clear(dst);
+    return BASE_E_NOMEM;
 }
 
 static void free_rules(relabel_rule *r, size_t n) {
@@ -57,7 +80,7 @@ static void free_sd(cfg_sd *sd) {
     free(sd->dns);
     for (size_t i = 0; i < sd->nhttps; i++) {
         free(sd->https[i].url);
-        free_http(&sd->https[i].http);
+        cfg_http_clear(&sd->https[i].http);
     }
     free(sd->https);
 }
@@ -71,7 +94,7 @@ static void free_scrape(cfg_scrape *s) {
         free_strs(s->params[i].values, s->params[i].nvalues);
     }
     free(s->params);
-    free_http(&s->http);
+    cfg_http_clear(&s->http);
     free_sd(&s->sd);
     free_rules(s->relabel, s->nrelabel);
     free_rules(s->metric_relabel, s->nmetric_relabel);
@@ -92,7 +115,7 @@ void cfg_free(cfg_config *c) {
         free(a->scheme);
         free(a->path_prefix);
         free(a->api_version);
-        free_http(&a->http);
+        cfg_http_clear(&a->http);
         free_sd(&a->sd);
         free_rules(a->relabel, a->nrelabel);
     }
@@ -103,7 +126,7 @@ void cfg_free(cfg_config *c) {
         free(w->name);
         free_kvs(&w->headers);
         free_rules(w->write_relabel, w->nwrite_relabel);
-        free_http(&w->http);
+        cfg_http_clear(&w->http);
     }
     free(c->remote_writes);
     free(c);

@@ -164,10 +164,6 @@ struct disc_manager {
 /* Small helpers                                                      */
 /* ------------------------------------------------------------------ */
 
-static char *xstrdup(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
 static int is_stopping(disc_manager *m) {
     pthread_mutex_lock(&m->mu);
     int s = m->stop;
@@ -207,50 +203,6 @@ static void key_http(base_buf *k, const cfg_http *h) {
     key_str(k, h->proxy_url);
     key_int(k, h->follow_redirects);
     key_int(k, h->enable_http2);
-}
-
-static void http_free_copy(cfg_http *h) {
-    free(h->basic_auth_username);
-    free(h->basic_auth_password);
-    free(h->basic_auth_password_file);
-    free(h->auth_type);
-    free(h->auth_credentials);
-    free(h->auth_credentials_file);
-    free(h->tls.ca_file);
-    free(h->tls.cert_file);
-    free(h->tls.key_file);
-    free(h->tls.server_name);
-    free(h->tls.min_version);
-    free(h->proxy_url);
-    memset(h, 0, sizeof *h);
-}
-
-static int http_copy(cfg_http *d, const cfg_http *s) {
-    *d = *s;
-#define C(f)                                                                                                 \
-    d->f = xstrdup(s->f);                                                                                    \
-    if (s->f && !d->f) goto fail;
-    d->basic_auth_username = d->basic_auth_password = d->basic_auth_password_file = NULL;
-    d->auth_type = d->auth_credentials = d->auth_credentials_file = NULL;
-    d->tls.ca_file = d->tls.cert_file = d->tls.key_file = d->tls.server_name = d->tls.min_version = NULL;
-    d->proxy_url = NULL;
-    C(basic_auth_username)
-    C(basic_auth_password)
-    C(basic_auth_password_file)
-    C(auth_type)
-    C(auth_credentials)
-    C(auth_credentials_file)
-    C(tls.ca_file)
-    C(tls.cert_file)
-    C(tls.key_file)
-    C(tls.server_name)
-    C(tls.min_version)
-    C(proxy_url)
-#undef C
-    return 0;
-fail:
-    http_free_copy(d);
-    return BASE_E_NOMEM;
 }
 
 static void strv_free(char **v, size_t n) {
@@ -373,7 +325,7 @@ static void prov_free(disc_manager *m, prov *p) {
     disc_groups_free(p->hg, p->nhg);
     free(p->http_err);
     free(p->url);
-    http_free_copy(&p->http);
+    cfg_http_clear(&p->http);
     free(p);
 }
 
@@ -536,7 +488,7 @@ static int prov_http(const cfg_http_sd *h, prov **ret, char *err, size_t errlen)
     p->interval_ns = interval_ns(h->refresh_interval_ms, 60000);
     p->url = strdup(h->url);
     base_buf_init(&p->body, DISC_MAX_DOC_BYTES);
-    int rc = p->url ? http_copy(&p->http, &h->http) : BASE_E_NOMEM;
+    int rc = p->url ? cfg_http_copy(&p->http, &h->http) : BASE_E_NOMEM;
     base_buf k = BASE_BUF_INIT;
     base_buf_init(&k, 0);
     base_buf_puts(&k, "http;");

@@ -135,29 +135,6 @@ struct fleet_gpus {
 
 /* ---- catalog -------------------------------------------------------------- */
 
-/* The OpenMetrics unit of a kelvin_* metric, when its name ends in it (the
- * agent's rule: dcgm-exporter's names carry no unit suffix). */
-static const char *om_unit(const agent_metric *m) {
-    static const struct {
-        const char *cat, *om;
-    } units[] = {{"C", "celsius"},
-                 {"W", "watts"},
-                 {"Hz", "hertz"},
-                 {"bytes", "bytes"},
-                 {"seconds", "seconds"},
-                 {"ratio", "ratio"},
-                 {"bytes/s", "bytes_per_second"}};
-    if (strncmp(m->name, "kelvin_", 7) != 0) return NULL;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(m->unit, units[i].cat) != 0) continue;
-        size_t n = strlen(m->name), un = strlen(units[i].om);
-        if (m->type == EXPO_COUNTER && n > 6 && strcmp(m->name + n - 6, "_total") == 0) n -= 6;
-        if (n > un + 1 && m->name[n - un - 1] == '_' && strncmp(m->name + n - un, units[i].om, un) == 0)
-            return units[i].om;
-    }
-    return NULL;
-}
-
 int fleet__gpu_catalog_check(char *err, size_t errlen) {
     for (int f = 0; f < F__COUNT; f++)
         if (!agent_catalog_find(family_names[f]))
@@ -443,12 +420,12 @@ int fleet__gpus_fill(fleet_gpus *g, double t, expo_mset *ms) {
     read_events(g);
     filler f = {.ms = ms};
     const agent_metric *up = g->cat[F_NVML_UP];
-    expo_family *fup = expo_mset_family(ms, up->name, up->type, up->help, om_unit(up));
+    expo_family *fup = expo_mset_family(ms, up->name, up->type, up->help, agent_metric_om_unit(up));
     if (fup) expo_mset_add(ms, fup, "", "simulated=\"true\"", NULL, 1);
     for (int k = 0; k < F__COUNT; k++) {
         if (k == F_NVML_UP) continue;
         const agent_metric *am = g->cat[k];
-        f.fam[k] = expo_mset_family(ms, am->name, am->type, am->help, om_unit(am));
+        f.fam[k] = expo_mset_family(ms, am->name, am->type, am->help, agent_metric_om_unit(am));
     }
     for (unsigned i = 0; i < g->count; i++) {
         const sim_gpu_state *s = sim_node_gpu(g->node, i);

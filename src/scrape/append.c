@@ -303,11 +303,7 @@ void sc__cache_collect(sc_worker *w, sc_loop *l) {
             if (c->iter - m->iter > SC_META_KEEP_ITERS) {
                 *pp = m->next;
                 l->nmeta--;
-                free(m->name);
-                free(m->help);
-                free(m->help_raw);
-                free(m->unit);
-                free(m);
+                sc__meta_free(m);
             } else
                 pp = &m->next;
         }
@@ -317,6 +313,31 @@ void sc__cache_collect(sc_worker *w, sc_loop *l) {
 
 /* ---- metadata ---------------------------------------------------------------- */
 
+/* Interns v as one of m's strings (the caller holds l->mu when m is
+ * published). 0 or a negative BASE_E_*. */
+static int meta_str(base_str v, labels_sym *sym, const char **str, uint32_t *len) {
+    labels_sym ns = LABELS_SYM_NONE;
+    const char *p = "";
+    if (v.n) {
+        int e = labels_itab_intern(labels_global(), v, &ns);
+        if (e) return e;
+        p = labels_itab_str(labels_global(), ns).p;
+    }
+    if (*sym != LABELS_SYM_NONE) labels_itab_unref(labels_global(), *sym);
+    *sym = ns;
+    *str = p;
+    *len = (uint32_t)v.n;
+    return 0;
+}
+
+void sc__meta_free(sc_meta *m) {
+    labels_itab *t = labels_global();
+    if (m->name_sym != LABELS_SYM_NONE) labels_itab_unref(t, m->name_sym);
+    if (m->help_sym != LABELS_SYM_NONE) labels_itab_unref(t, m->help_sym);
+    if (m->unit_sym != LABELS_SYM_NONE) labels_itab_unref(t, m->unit_sym);
+    free(m);
+}
+
 static sc_meta *meta_get(sc_loop *l, base_str name) {
     uint64_t h = XXH3_64bits(name.p, name.n);
     if (l->nmeta_b)
@@ -325,14 +346,9 @@ static sc_meta *meta_get(sc_loop *l, base_str name) {
     sc_meta *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->h = h;
-    m->name = strndup(name.p, name.n);
-    m->name_len = name.n;
-    m->help = strdup("");
-    m->unit = strdup("");
-    if (!m->name || !m->help || !m->unit) {
-        free(m->name);
-        free(m->help);
-        free(m->unit);
+    m->name = m->help = m->unit = "";
+    m->name_sym = m->help_sym = m->unit_sym = LABELS_SYM_NONE;
+    if (name.n > UINT32_MAX || meta_str(name, &m->name_sym, &m->name, &m->name_len)) {
         free(m);
         return NULL;
     }
@@ -342,10 +358,7 @@ static sc_meta *meta_get(sc_loop *l, base_str name) {
         sc_meta **t = calloc(nb, sizeof *t);
         if (!t) {
             pthread_mutex_unlock(&l->mu);
-            free(m->name);
-            free(m->help);
-            free(m->unit);
-            free(m);
+            sc__meta_free(m);
             return NULL;
         }
         for (size_t i = 0; i < l->nmeta_b; i++) {
@@ -380,34 +393,24 @@ static void meta_entry(sc_worker *w, sc_loop *l, const expo_parser *p, int kind)
             pthread_mutex_unlock(&l->mu);
         }
     } else if (kind == EXPO_ENTRY_HELP) {
-        base_str raw = expo_parser_text(p);
-        if (m->help_raw && m->help_raw_len == raw.n && memcmp(m->help_raw, raw.p, raw.n) == 0) return;
-        base_buf_reset(&w->help);
-        expo_parser_help(p, &w->help);
-        if (base_buf_err(&w->help)) return;
-        char *nr = strndup(raw.p, raw.n);
-        char *nh = strndup(w->help.data ? w->help.data : "", w->help.len);
-        if (!nr || !nh) {
-            free(nr);
-            free(nh);
-            return;
+        base_str raw = expo_parser_text(p), help = raw;
+        if (expo_label_has_escapes(raw)) {
+            base_buf_reset(&w->help);
+            expo_parser_help(p, &w->help);
+            if (base_buf_err(&w->help)) return;
+            help = (base_str){w->help.data ? w->help.data : "", w->help.len};
         }
+        if (m->help_len == help.n && memcmp(m->help, help.p, help.n) == 0) return;
+        if (help.n > UINT32_MAX) return;
         pthread_mutex_lock(&l->mu);
-        free(m->help_raw);
-        free(m->help);
-        m->help_raw = nr;
-        m->help_raw_len = raw.n;
-        m->help = nh;
+        meta_str(help, &m->help_sym, &m->help, &m->help_len); /* on failure: the old text stays */
         pthread_mutex_unlock(&l->mu);
     } else if (kind == EXPO_ENTRY_UNIT) {
         base_str u = expo_parser_text(p);
         if (m->unit_len == u.n && memcmp(m->unit, u.p, u.n) == 0) return;
-        char *nu = strndup(u.p, u.n);
-        if (!nu) return;
+        if (u.n > UINT32_MAX) return;
         pthread_mutex_lock(&l->mu);
-        free(m->unit);
-        m->unit = nu;
-        m->unit_len = u.n;
+        meta_str(u, &m->unit_sym, &m->unit, &m->unit_len);
         pthread_mutex_unlock(&l->mu);
     }
 }

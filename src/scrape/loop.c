@@ -160,11 +160,7 @@ static void meta_free_all(sc_loop *l) {
         sc_meta *m = l->meta[i];
         while (m) {
             sc_meta *nx = m->next;
-            free(m->name);
-            free(m->help);
-            free(m->help_raw);
-            free(m->unit);
-            free(m);
+            sc__meta_free(m);
             m = nx;
         }
     }
@@ -542,6 +538,11 @@ static void transfer_done(sc_worker *w, sc_loop *l, CURLcode rc) {
         snprintf(msg, sizeof msg, "Get \"%s\": %s", l->url, curl_easy_strerror(rc));
         finish(w, l, 0, msg, SC_FAIL_CONNECT);
     }
+    /* An easy handle is ~20 KB (its receive buffer included) and a loop
+     * waits far longer than it scrapes: give it back; the connection stays
+     * in the multi handle's cache for the next scrape's new handle. */
+    curl_easy_cleanup(l->easy);
+    l->easy = NULL;
     if (l->state == SC_ST_WAITING) heap_push(w, l);
 }
 
@@ -746,6 +747,11 @@ int sc__worker_start(scrape_manager *m, sc_worker *w, char *err, size_t errlen) 
     base_buf_init(&w->help, 0);
     if (!(w->multi = curl_multi_init()))
         return base_errf(err, errlen, BASE_E_NOMEM, "curl_multi_init failed");
+    /* Loops hold an easy handle only while a scrape is in flight (see
+     * transfer_done), so curl's default cache size (4 x the handles added)
+     * would close most keep-alive connections between scrapes: keep one per
+     * target instead (curl closes the oldest past this). */
+    curl_multi_setopt(w->multi, CURLMOPT_MAXCONNECTS, 100000L);
     if (!(w->dec = libdeflate_alloc_decompressor()))
         return base_errf(err, errlen, BASE_E_NOMEM, "libdeflate_alloc_decompressor failed");
     int e = tsdb_head_app_new(m->head, &w->app);

@@ -414,47 +414,8 @@ out:
 
 /* ---- JSON ----------------------------------------------------------------------------- */
 
-static void json_str(base_buf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    base_buf_putc(b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        if (c == '"')
-            esc = "\\\"";
-        else if (c == '\\')
-            esc = "\\\\";
-        else if (c == '\n')
-            esc = "\\n";
-        else if (c == '\r')
-            esc = "\\r";
-        else if (c == '\t')
-            esc = "\\t";
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[c >> 4], u[5] = hex[c & 15], u[6] = 0;
-            esc = u;
-        } else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-                   ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) {
-            base_buf_append(b, s + run, i - run);
-            base_buf_puts(b, (unsigned char)s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029");
-            i += 2;
-            run = i + 1;
-            continue;
-        }
-        if (esc) {
-            base_buf_append(b, s + run, i - run);
-            base_buf_puts(b, esc);
-            run = i + 1;
-        }
-    }
-    base_buf_append(b, s + run, n - run);
-    base_buf_putc(b, '"');
-}
-
 static void json_cstr(base_buf *b, const char *s) {
-    json_str(b, s, strlen(s));
+    base_buf_json_str(b, s, strlen(s));
 }
 
 static void json_labels(base_buf *b, const labels_set *ls, int hide_internal) {
@@ -467,9 +428,9 @@ static void json_labels(base_buf *b, const labels_set *ls, int hide_internal) {
         if (hide_internal && base_str_has_prefix(n, "__")) continue;
         if (!first) base_buf_putc(b, ',');
         first = 0;
-        json_str(b, n.p, n.n);
+        base_buf_json_str(b, n.p, n.n);
         base_buf_putc(b, ':');
-        json_str(b, v.p, v.n);
+        base_buf_json_str(b, v.p, v.n);
     }
     base_buf_putc(b, '}');
 }

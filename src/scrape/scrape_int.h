@@ -141,17 +141,22 @@ typedef struct sc_raw {
     uint32_t iter;   /* iteration last seen */
 } sc_raw;
 
+/* HELP/TYPE/UNIT of one family of a target. The strings are interned in
+ * labels_global() (every node of a fleet sends the same help texts: one
+ * copy for all of them); the entry holds one reference per non-empty
+ * string. The API reads name/help/unit under the loop's mutex. */
 typedef struct sc_meta {
     struct sc_meta *next;
     uint64_t h;
-    char *name;
+    const char *name, *help, *unit;          /* NUL-terminated, "" when none */
+    labels_sym name_sym, help_sym, unit_sym; /* LABELS_SYM_NONE for "" */
+    uint32_t name_len, help_len, unit_len;
     expo_type type;
-    char *help;     /* unescaped, "" when none */
-    char *help_raw; /* as written (cheap change detection) */
-    char *unit;
-    size_t name_len, help_raw_len, unit_len; /* worker-only (change detection) */
     uint32_t iter;
 } sc_meta;
+
+/* Drops an entry's string references and frees it (append.c). */
+void sc__meta_free(sc_meta *m);
 
 typedef struct sc_cache {
     sc_raw *raw; /* in the last successful scrape's order */
