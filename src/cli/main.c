@@ -7,13 +7,9 @@
 #include <string.h>
 
 #include "agent/agent.h"
-#include "tools/tools.h"
-#ifdef KELVIN_HAVE_SERVER
-#include "server/server.h"
-#endif
-#ifdef KELVIN_HAVE_FLEET
 #include "fleet/fleet.h"
-#endif
+#include "server/server.h"
+#include "tools/tools.h"
 
 typedef struct {
     const char *name;
@@ -23,16 +19,10 @@ typedef struct {
 
 static const command commands[] = {
     {"agent", agent_main, "run on every GPU node: GPU, host and application metrics on /metrics"},
-#ifdef KELVIN_HAVE_SERVER
     {"server", server_main, "scrape a prometheus.yml's targets, store the samples, serve the API"},
-#endif
-#ifdef KELVIN_HAVE_CONFIG
     {"check", tools_check_main, "promtool's checks: check config FILE..."},
-#endif
     {"tsdb", tools_tsdb_main, "promtool's tsdb tools for Kelvin's blocks: backfill, dump, analyze, list"},
-#ifdef KELVIN_HAVE_FLEET
     {"sim", fleet_sim_main, "simulators for demos, tests and benchmarks: sim fleet (many GPU nodes)"},
-#endif
 };
 
 static void usage(FILE *out) {
