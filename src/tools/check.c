@@ -216,7 +216,8 @@ static int check_one(const char *file, int syntax_only, char *why, size_t whylen
         const cfg_scrape *s = &c->scrapes[i];
         if (!syntax_only && s->http.has_authorization && s->http.auth_credentials_file &&
             *s->http.auth_credentials_file && stat_err(s->http.auth_credentials_file, e, sizeof e)) {
-            snprintf(why, whylen, "error checking authorization credentials or bearer token file \"%.1024s\": %.2048s",
+            snprintf(why, whylen,
+                     "error checking authorization credentials or bearer token file \"%.1024s\": %.2048s",
                      s->http.auth_credentials_file, e);
             rc = -1;
             break;
