@@ -31,6 +31,7 @@ Standard library only.
 import gzip as _gzip
 import http.server
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -148,10 +149,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def handle(self):
-        # A scraper that gives up (timeout, shutdown) resets its connection.
+        # A scraper that gives up (timeout, shutdown) resets its connection;
+        # over TLS, a client that refuses the certificate (or is refused)
+        # ends the handshake.
         try:
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.connection.do_handshake()
             super().handle()
-        except (ConnectionResetError, BrokenPipeError, socket.timeout, TimeoutError):
+        except (ConnectionResetError, BrokenPipeError, socket.timeout, TimeoutError, ssl.SSLError):
             pass
 
     def _send(self, status, body, ctype="text/plain; charset=utf-8", extra=None, close=False):
@@ -220,7 +225,10 @@ class _Server(http.server.ThreadingHTTPServer):
 
 
 class FixtureServer:
-    def __init__(self, targets=(), max_conns=64, idle_timeout=30.0):
+    """tls: None, or an ssl.SSLContext (server side) to serve HTTPS with."""
+
+    def __init__(self, targets=(), max_conns=64, idle_timeout=30.0, tls=None):
+        self.tls = tls
         self.max_conns = max_conns
         self.idle_timeout = idle_timeout
         self._targets = {}
@@ -260,6 +268,10 @@ class FixtureServer:
 
     def start(self):
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        if self.tls is not None:
+            # the handshake runs per connection, on its handler thread
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True,
+                                                      do_handshake_on_connect=False)
         self._httpd.fixture = self
         self.port = self._httpd.server_address[1]
         self.address = f"127.0.0.1:{self.port}"
@@ -269,7 +281,7 @@ class FixtureServer:
         return self
 
     def url(self, name):
-        return f"http://{self.address}/{name}"
+        return f"{'https' if self.tls is not None else 'http'}://{self.address}/{name}"
 
     def reset(self):
         for t in self.targets():
