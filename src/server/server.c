@@ -129,8 +129,8 @@ int server_main(int argc, char **argv) {
 
     base_flag flags[16 + TSDB_DB_NFLAGS] = {
         {"config.file", BASE_FLAG_STRING, &f->config_file,
-         "Prometheus configuration file path (default prometheus.yml; when that file does not exist and "
-         "the flag is not given, an embedded configuration scrapes this server and a local agent)."},
+         "Prometheus configuration file path. Without the flag and without a prometheus.yml here, an "
+         "embedded configuration scrapes this server and a local agent on :9400."},
         {"web.listen-address", BASE_FLAG_STRING, &f->listen,
          "Address to listen on for UI, API, and telemetry."},
         {"web.enable-lifecycle", BASE_FLAG_BOOL, &f->lifecycle,
