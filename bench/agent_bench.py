@@ -21,26 +21,17 @@ BENCH_ONLY=host or BENCH_ONLY=soak runs one half.
 """
 import gzip
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-from benchlib import cpu_seconds, status_kib
+from benchlib import cpu_seconds, free_port, status_kib
 
 KELVIN = os.environ["KELVIN_BIN"]
 PEERS = os.environ.get("KELVIN_PEERS", "build/peers")
 SOAK = int(os.environ.get("BENCH_SECONDS", "180"))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def self_metric(url, name, label):

@@ -5,6 +5,8 @@ by cleanup(), failure included)."""
 import os
 import socket
 import subprocess
+import time
+import urllib.request
 
 procs = []  # every process started with start(), stopped in cleanup()
 
@@ -79,3 +81,46 @@ def status_kib(pid, key):
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode("utf-8", "replace")
+
+
+def tail(path, n=600):
+    """The last n characters of a log file ("" when there is none)."""
+    if not path:
+        return ""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-n:].strip()
+    except OSError:
+        return ""
+
+
+def wait_up(url, proc=None, log_path=None, deadline=60):
+    """Waits until url answers; BenchError when proc exits first or time runs out."""
+    end = time.time() + deadline
+    while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            raise BenchError(f"{url}: the process exited with {proc.returncode}: {tail(log_path)}")
+        try:
+            http_get(url, 2)
+            return
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.2)
+    raise BenchError(f"{url} did not come up within {deadline} s: {tail(log_path)}")
+
+
+def metric_values(text, name):
+    """{labels-string: value} of every sample of `name` in an exposition body."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            head, _, val = line.rpartition(" ")
+            try:
+                out[head[len(name):]] = float(val)
+            except ValueError:
+                pass
+    return out

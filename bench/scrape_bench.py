@@ -53,9 +53,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-from benchlib import BenchError, cleanup, cpu_seconds, free_port, log, procs, start, status_kib, stop
+from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, procs, start,
+                      status_kib, stop, tail, wait_up)
 
 KELVIN = os.path.abspath(os.environ.get("KELVIN_BIN", "build/kelvin"))
 PEERS = os.path.abspath(os.environ.get("KELVIN_PEERS", "build/peers"))
@@ -66,45 +66,6 @@ NODES = int(os.environ.get("SCRAPE_BENCH_NODES", "200"))
 INTERVAL = float(os.environ.get("SCRAPE_BENCH_INTERVAL", "5"))
 SECONDS = float(os.environ.get("SCRAPE_BENCH_SECONDS", "120"))
 SCRAPERS = [s.strip() for s in os.environ.get("SCRAPE_BENCH_SCRAPERS", "prometheus,vm,kelvin").split(",") if s.strip()]
-
-
-def http_get(url, timeout=10):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode("utf-8", "replace")
-
-
-def tail(path, n=600):
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()[-n:].strip()
-    except OSError:
-        return ""
-
-
-def wait_up(url, proc, log_path, deadline=60):
-    end = time.time() + deadline
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise BenchError(f"{url}: the process exited with {proc.returncode}: {tail(log_path)}")
-        try:
-            http_get(url, 2)
-            return
-        except Exception:  # noqa: BLE001 - not up yet
-            time.sleep(0.2)
-    raise BenchError(f"{url} did not come up within {deadline} s: {tail(log_path)}")
-
-
-def metric_values(text, name):
-    """{labels-string: value} of every sample of `name` in an exposition body."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            head, _, val = line.rpartition(" ")
-            try:
-                out[head[len(name):]] = float(val)
-            except ValueError:
-                pass
-    return out
 
 
 # ---- the scrapers: command line, and how each reports samples and series ----

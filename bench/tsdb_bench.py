@@ -71,9 +71,9 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
-from benchlib import BenchError, cleanup, cpu_seconds, free_port, log, procs, start, status_kib, stop
+from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, procs, start,
+                      status_kib, stop, tail, wait_up)
 
 KELVIN = os.environ.get("KELVIN_BIN", "build/kelvin")
 BUILD = os.environ.get("KELVIN_BUILD_DIR", os.path.dirname(os.path.abspath(KELVIN)))
@@ -131,41 +131,6 @@ def dir_bytes(path):
     return total
 
 
-def http_get(url, timeout=10):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode("utf-8", "replace")
-
-
-def wait_up(url, proc=None, log_path=None, deadline=30):
-    end = time.time() + deadline
-    while time.time() < end:
-        if proc is not None and proc.poll() is not None:
-            tail = ""
-            if log_path:
-                with open(log_path, errors="replace") as f:
-                    tail = f.read()[-600:].strip()
-            raise BenchError(f"{url}: the server exited with {proc.returncode}: {tail}")
-        try:
-            http_get(url, 2)
-            return
-        except Exception:
-            time.sleep(0.2)
-    raise BenchError(f"{url} did not come up within {deadline} s")
-
-
-def metric_values(text, name):
-    """{labels-string: value} of every sample of `name` in an exposition body."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            head, _, val = line.rpartition(" ")
-            try:
-                out[head[len(name):]] = float(val)
-            except ValueError:
-                pass
-    return out
-
-
 def read_stats(path):
     st = {}
     with open(path) as f:
@@ -207,7 +172,7 @@ def vm_import(tmp, samples):
         vm = start([VM, f"-storageDataPath={data}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
                     "-loggerLevel=ERROR"], stderr=lf, stdout=lf)
     base = f"http://127.0.0.1:{port}"
-    wait_up(base + "/health", vm, vlog)
+    wait_up(base + "/health", vm, vlog, deadline=30)
     gen = start(gen_cmd("--nodes", NODES, "--hours", HOURS, "--format", "text"), stdout=subprocess.PIPE)
     t0, c0 = time.time(), cpu_seconds(vm.pid)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600, blocksize=1 << 20)
@@ -406,8 +371,8 @@ def memory_per_series(tmp, res):
                         f"-promscrape.config={cfg}", "-loggerLevel=ERROR"], stdout=vf, stderr=vf)
         kel = start([INGEST, "scrape", os.path.join(tmp, "kelvin-wal")], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, text=True, bufsize=1)
-        wait_up(f"http://127.0.0.1:{pport}/-/ready", prom, plog)
-        wait_up(f"http://127.0.0.1:{vport}/health", vm, vlog)
+        wait_up(f"http://127.0.0.1:{pport}/-/ready", prom, plog, deadline=30)
+        wait_up(f"http://127.0.0.1:{vport}/health", vm, vlog, deadline=30)
         log(f"memory: {SCRAPE_NODES} nodes x {per_node} series (+5 per target), scraped every {SCRAPE_INTERVAL:g} s, "
             f"{SCRAPES} rounds")
 
