@@ -679,8 +679,10 @@ static inline base_str take_pair(expo_parser *p, size_t i, size_t eq, size_t q) 
     return (base_str){p->b + i, eq - i};
 }
 
-/* State VALUE: `{` or one blank and a value (text), else the lexer. */
-static inline int tok_after_name_text(expo_parser *p) {
+/* State VALUE: `{`, or a blank and a value of class vcls, else lex(). The
+ * value token starts after the blank in text (vskip 1) and at it in
+ * OpenMetrics (vskip 0), as the two lexers have it. */
+static inline int tok_after_name(expo_parser *p, int vcls, size_t vskip, int (*lex)(expo_parser *)) {
     const unsigned char *b = (const unsigned char *)p->b;
     size_t i = p->i, n = p->len;
     if (i + 1 < n) {
@@ -690,39 +692,16 @@ static inline int tok_after_name_text(expo_parser *p) {
             p->state = S_LABELS;
             return T_BOPEN;
         }
-        if (b[i] == ' ' && IS(b[i + 1], C_TV)) {
+        if (b[i] == ' ' && IS(b[i + 1], vcls)) {
             size_t k = i + 2;
-            while (k < n && IS(b[k], C_TV)) k++;
-            p->start = i + 1;
+            while (k < n && IS(b[k], vcls)) k++;
+            p->start = i + vskip;
             p->i = k;
             p->state = S_TIMESTAMP;
             return T_VALUE;
         }
     }
-    return tok_text(p);
-}
-
-/* State VALUE: `{` or a space and a value (OpenMetrics), else the lexer. */
-static inline int tok_after_name_om(expo_parser *p) {
-    const unsigned char *b = (const unsigned char *)p->b;
-    size_t i = p->i, n = p->len;
-    if (i + 1 < n) {
-        if (b[i] == '{') {
-            p->start = i;
-            p->i = i + 1;
-            p->state = S_LABELS;
-            return T_BOPEN;
-        }
-        if (b[i] == ' ' && IS(b[i + 1], C_OV)) {
-            size_t k = i + 2;
-            while (k < n && IS(b[k], C_OV)) k++;
-            p->start = i;
-            p->i = k;
-            p->state = S_TIMESTAMP;
-            return T_VALUE;
-        }
-    }
-    return lex_om(p);
+    return lex(p);
 }
 
 /* State TIMESTAMP: a newline (both formats), else lex(). */
@@ -1287,11 +1266,11 @@ static int series_text(expo_parser *p) {
     p->name = p->series = tokbuf(p);
     int rc = check_name_len(p, p->name, 1);
     if (rc) return rc;
-    int t = tok_after_name_text(p);
+    int t = tok_after_name(p, C_TV, 1, tok_text);
     if (t == T_BOPEN) {
         if ((rc = lvals_text(p))) return rc;
         p->series.n = p->i - (size_t)(p->series.p - p->b);
-        t = tok_after_name_text(p);
+        t = tok_after_name(p, C_TV, 1, tok_text);
     }
     if (t != T_VALUE) return perr(p, "expected value after metric", t);
     if ((rc = go_float(p, tokbuf(p), &p->value))) return rc;
@@ -1472,11 +1451,11 @@ static int series_om(expo_parser *p) {
     p->name = p->series = tokbuf(p);
     int rc = check_name_len(p, p->name, 1);
     if (rc) return rc;
-    int t = tok_after_name_om(p);
+    int t = tok_after_name(p, C_OV, 0, lex_om);
     if (t == T_BOPEN) {
         if ((rc = lvals_om(p, 0))) return rc;
         p->series.n = p->i - (size_t)(p->series.p - p->b);
-        t = tok_after_name_om(p);
+        t = tok_after_name(p, C_OV, 0, lex_om);
     }
     if ((rc = om_value(p, t, "metric", &p->value))) return rc;
     switch ((t = tok_after_value(p, lex_om))) {
