@@ -57,3 +57,26 @@ int base_utf8_valid(const char *s, size_t n) {
     }
     return 1;
 }
+
+size_t base_utf8_encode(uint32_t r, unsigned char out[4]) {
+    if (r < 0x80) {
+        out[0] = (uint8_t)r;
+        return 1;
+    }
+    if (r < 0x800) {
+        out[0] = (uint8_t)(0xC0 | r >> 6);
+        out[1] = (uint8_t)(0x80 | (r & 0x3F));
+        return 2;
+    }
+    if (r < 0x10000) {
+        out[0] = (uint8_t)(0xE0 | r >> 12);
+        out[1] = (uint8_t)(0x80 | ((r >> 6) & 0x3F));
+        out[2] = (uint8_t)(0x80 | (r & 0x3F));
+        return 3;
+    }
+    out[0] = (uint8_t)(0xF0 | r >> 18);
+    out[1] = (uint8_t)(0x80 | ((r >> 12) & 0x3F));
+    out[2] = (uint8_t)(0x80 | ((r >> 6) & 0x3F));
+    out[3] = (uint8_t)(0x80 | (r & 0x3F));
+    return 4;
+}

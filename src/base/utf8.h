@@ -10,6 +10,9 @@
 /* Decodes the rune at s (n > 0 bytes available): returns its length and
  * writes *ret, or returns 0 when s does not start with a valid rune. */
 size_t base_utf8_decode(const unsigned char *s, size_t n, uint32_t *ret);
+/* Writes the UTF-8 encoding of r (r <= 0x10FFFF, not a surrogate) to out;
+ * returns its length (1-4). */
+size_t base_utf8_encode(uint32_t r, unsigned char out[4]);
 /* Go's utf8.Valid over s[0..n). ASCII runs are checked eight bytes at a time. */
 int base_utf8_valid(const char *s, size_t n);
 

@@ -104,8 +104,6 @@ void labels__count_regex_error(void);
 /* Decodes one character as Go's utf8.DecodeRune: on an invalid or
  * truncated sequence returns U+FFFD and width 1. n must be > 0. */
 size_t labels__utf8_decode(const uint8_t *p, size_t n, uint32_t *ret_rune);
-/* Appends the UTF-8 encoding of r (r <= 0x10FFFF, not a surrogate). */
-size_t labels__utf8_encode(uint32_t r, uint8_t out[4]);
 /* Byte offset of the first invalid sequence, or n if s is valid. */
 size_t labels__utf8_invalid_at(const uint8_t *p, size_t n);
 /* Compares as Go compares strings (bytewise, shorter first). */

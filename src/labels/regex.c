@@ -49,6 +49,7 @@
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/utf8.h"
 #include "labels/labels_int.h"
 
 #define ARENA_LIMIT    ((size_t)128 << 20)
@@ -414,7 +415,7 @@ static int lit_elem(fctx *x, const uint32_t *runes, size_t n, int fold, felem *r
     for (size_t i = 0; i < n; i++) {
         uint32_t r = runes[i];
         if (fold && r >= 'A' && r <= 'Z') r += 32;
-        len += labels__utf8_encode(r, p + len);
+        len += base_utf8_encode(r, p + len);
     }
     *ret = (felem){(uint8_t)(has_letter ? E_ILIT : E_LIT), 0, (uint32_t)len, p};
     return 0;

@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/utf8.h"
 #include "labels/labels.h"
 
 typedef struct sel {
@@ -69,28 +70,8 @@ static int hexval(char c) {
 }
 
 static void put_utf8(base_buf *b, uint32_t r) {
-    char t[4];
-    size_t n;
-    if (r < 0x80) {
-        t[0] = (char)r;
-        n = 1;
-    } else if (r < 0x800) {
-        t[0] = (char)(0xc0 | (r >> 6));
-        t[1] = (char)(0x80 | (r & 0x3f));
-        n = 2;
-    } else if (r < 0x10000) {
-        t[0] = (char)(0xe0 | (r >> 12));
-        t[1] = (char)(0x80 | ((r >> 6) & 0x3f));
-        t[2] = (char)(0x80 | (r & 0x3f));
-        n = 3;
-    } else {
-        t[0] = (char)(0xf0 | (r >> 18));
-        t[1] = (char)(0x80 | ((r >> 12) & 0x3f));
-        t[2] = (char)(0x80 | ((r >> 6) & 0x3f));
-        t[3] = (char)(0x80 | (r & 0x3f));
-        n = 4;
-    }
-    base_buf_append(b, t, n);
+    unsigned char t[4];
+    base_buf_append(b, t, base_utf8_encode(r, t));
 }
 
 /* Go's %#U of a byte: U+0067 'g' (the quoted form only when printable). */

@@ -29,7 +29,6 @@
  */
 #include <locale.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +66,6 @@ static void err_from_buf(char *err, size_t errlen, base_buf *b) {
     base_buf_free(b);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return BASE_E_INVAL;
-}
-
 /* `"<q>"<rest>` with q quoted as Go's %q; rest contains one %s for the
  * action name. */
 static int fail_q(char *err, size_t errlen, base_str q, const char *rest, relabel_action a) {
@@ -103,28 +91,8 @@ static size_t utf8_dec(const uint8_t *p, size_t n, uint32_t *ret) {
 }
 
 static void utf8_put(base_buf *b, uint32_t r) {
-    char o[4];
-    size_t n;
-    if (r < 0x80) {
-        o[0] = (char)r;
-        n = 1;
-    } else if (r < 0x800) {
-        o[0] = (char)(0xC0 | r >> 6);
-        o[1] = (char)(0x80 | (r & 0x3F));
-        n = 2;
-    } else if (r < 0x10000) {
-        o[0] = (char)(0xE0 | r >> 12);
-        o[1] = (char)(0x80 | ((r >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (r & 0x3F));
-        n = 3;
-    } else {
-        o[0] = (char)(0xF0 | r >> 18);
-        o[1] = (char)(0x80 | ((r >> 12) & 0x3F));
-        o[2] = (char)(0x80 | ((r >> 6) & 0x3F));
-        o[3] = (char)(0x80 | (r & 0x3F));
-        n = 4;
-    }
-    base_buf_append(b, o, n);
+    unsigned char t[4];
+    base_buf_append(b, t, base_utf8_encode(r, t));
 }
 
 static pthread_once_t g_loc_once = PTHREAD_ONCE_INIT;
@@ -184,7 +152,7 @@ int relabel_action_parse(const char *s, relabel_action *ret, char *err, size_t e
     }
     base_buf_free(&low);
     if (rc != BASE_E_INVAL) {
-        fail(err, errlen, "%s", base_strerror(rc));
+        base_errf(err, errlen, rc, "%s", base_strerror(rc));
         return rc;
     }
     base_buf b;
@@ -274,27 +242,30 @@ static int check(const relabel_rule *r, const eff *e, char *err, size_t errlen) 
     int eq = a == RELABEL_KEEPEQUAL || a == RELABEL_DROPEQUAL;
     const char *inv_target = " is invalid 'target_label' for %s action";
     if (r->modulus == 0 && hm)
-        return fail(err, errlen, "relabel configuration for hashmod requires non-zero modulus");
+        return base_errf(err, errlen, BASE_E_INVAL,
+                         "relabel configuration for hashmod requires non-zero modulus");
     if ((rep || hm || lu || eq) && e->target.n == 0)
-        return fail(err, errlen, "relabel configuration for %s action requires 'target_label' value",
-                    relabel_action_name(a));
+        return base_errf(err, errlen, BASE_E_INVAL,
+                         "relabel configuration for %s action requires 'target_label' value",
+                         relabel_action_name(a));
     if ((rep || lu || eq) && !relabel__valid_target(e->target.p, e->target.n))
         return fail_q(err, errlen, e->target, inv_target, a);
     if ((lu || eq) && !base_str_eqc(e->repl, "$1"))
-        return fail(err, errlen, "'replacement' can not be set for %s action", relabel_action_name(a));
+        return base_errf(err, errlen, BASE_E_INVAL, "'replacement' can not be set for %s action",
+                         relabel_action_name(a));
     if (a == RELABEL_LABELMAP && !relabel__valid_target(e->repl.p, e->repl.n))
         return fail_q(err, errlen, e->repl, " is invalid 'replacement' for %s action", a);
     if (hm && !labels_valid_label_name(e->target)) return fail_q(err, errlen, e->target, inv_target, a);
     if (eq && (r->has_regex || r->regex || r->modulus != 0 || !base_str_eqc(e->sep, ";") ||
                !base_str_eqc(e->repl, "$1")))
-        return fail(err, errlen,
-                    "%s action requires only 'source_labels' and `target_label`, and no other fields",
-                    relabel_action_name(a));
+        return base_errf(err, errlen, BASE_E_INVAL,
+                         "%s action requires only 'source_labels' and `target_label`, and no other fields",
+                         relabel_action_name(a));
     if ((a == RELABEL_LABELDROP || a == RELABEL_LABELKEEP) &&
         (r->source_labels || r->nsource || e->target.n || r->modulus != 0 || !base_str_eqc(e->sep, ";") ||
          !base_str_eqc(e->repl, "$1")))
-        return fail(err, errlen, "%s action requires only 'regex', and no other fields",
-                    relabel_action_name(a));
+        return base_errf(err, errlen, BASE_E_INVAL, "%s action requires only 'regex', and no other fields",
+                         relabel_action_name(a));
     return 0;
 }
 
@@ -303,8 +274,8 @@ int relabel_rule_validate(relabel_rule *r, char *err, size_t errlen) {
     r->re = NULL;
     r->eff_flags = 0;
     if ((unsigned)r->action >= NACTIONS)
-        return fail(err, errlen, "unknown relabel action %d", (int)r->action);
-    if (r->nsource && !r->source_labels) return fail(err, errlen, "source_labels missing");
+        return base_errf(err, errlen, BASE_E_INVAL, "unknown relabel action %d", (int)r->action);
+    if (r->nsource && !r->source_labels) return base_errf(err, errlen, BASE_E_INVAL, "source_labels missing");
     for (size_t i = 0; i < r->nsource; i++) {
         base_str s = base_str_c(r->source_labels[i] ? r->source_labels[i] : "");
         if (!labels_valid_label_name(s))
@@ -361,7 +332,7 @@ int relabel_rule_copy(relabel_rule *dst, const relabel_rule *src, char *err, siz
     if (rc == 0) rc = dup_str(&t.regex, src->regex);
     if (rc == 0) rc = dup_str(&t.replacement, src->replacement);
     if (rc < 0) {
-        fail(err, errlen, "%s", base_strerror(rc));
+        base_errf(err, errlen, rc, "%s", base_strerror(rc));
     } else if (src->eff_flags & RELABEL__F_VALID) {
         t.nsource = src->nsource;
         rc = relabel_rule_validate(&t, err, errlen);
