@@ -68,6 +68,8 @@ typedef struct cfg__resolved {
     double f;   /* FLOAT (and INT, as a double) */
 } cfg__resolved;
 void cfg__resolve(const cfg__node *n, cfg__resolved *ret);
+/* Whether s is one of list (NULL-terminated). */
+int cfg__one_of(const char *s, const char *const *list);
 /* "!!str", "!!int", "!!map", ... as yaml.v2 names a node in messages. */
 const char *cfg__short_tag(const cfg__node *n);
 

@@ -244,22 +244,15 @@ static int field(dec *d, const pairs *ps, size_t i, const char *const *names, co
             break;
         }
     if (idx < 0) {
-        int unsupported = 0;
-        for (int j = 0; sd && UNSUPPORTED_SD[j]; j++)
-            if (strcmp(UNSUPPORTED_SD[j], k->val) == 0) unsupported = 1;
-        for (int j = 0; UNSUPPORTED[j]; j++)
-            if (strcmp(UNSUPPORTED[j], k->val) == 0) unsupported = 1;
+        int sd_unsup = sd && cfg__one_of(k->val, UNSUPPORTED_SD), unsup = cfg__one_of(k->val, UNSUPPORTED);
         /* an unsupported section left empty (null) configures nothing */
-        if (unsupported && is_null(ps->v[i].v)) return FIELD_SKIP;
-        for (int j = 0; sd && UNSUPPORTED_SD[j]; j++)
-            if (strcmp(UNSUPPORTED_SD[j], k->val) == 0)
-                return derr(d, k->line,
-                            "%s is not supported by Kelvin yet (supported: static_configs, file_sd_configs, "
-                            "dns_sd_configs, http_sd_configs)",
-                            k->val);
-        for (int j = 0; UNSUPPORTED[j]; j++)
-            if (strcmp(UNSUPPORTED[j], k->val) == 0)
-                return derr(d, k->line, "%s is not supported by Kelvin yet", k->val);
+        if ((sd_unsup || unsup) && is_null(ps->v[i].v)) return FIELD_SKIP;
+        if (sd_unsup)
+            return derr(d, k->line,
+                        "%s is not supported by Kelvin yet (supported: static_configs, file_sd_configs, "
+                        "dns_sd_configs, http_sd_configs)",
+                        k->val);
+        if (unsup) return derr(d, k->line, "%s is not supported by Kelvin yet", k->val);
         return derr(d, k->line, "field %s not found in type %s", k->val, type);
     }
     if (ps->v[i].explicit)
@@ -267,6 +260,21 @@ static int field(dec *d, const pairs *ps, size_t i, const char *const *names, co
             if (ps->v[j].explicit && strcmp(ps->v[j].k->val, k->val) == 0)
                 return derr(d, k->line, "field %s already set in type %s", k->val, type);
     return idx;
+}
+
+/* Decodes mapping n of Go type `type` whose fields are names: fn(d, index,
+ * value, ctx) for each field present, in order; stops at the first error. */
+typedef int field_fn(dec *d, int f, const cfg__node *v, void *ctx);
+static int dec_fields(dec *d, const cfg__node *n, const char *type, const char *const *names, field_fn *fn,
+                      void *ctx) {
+    pairs ps;
+    int rc = map_pairs(d, n, type, &ps);
+    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
+        int f = field(d, &ps, i, names, type, 0);
+        if (f != FIELD_SKIP) rc = f < 0 ? BASE_E_INVAL : fn(d, f, ps.v[i].v, ctx);
+    }
+    free(ps.v);
+    return rc;
 }
 
 /* ---- scalars ----------------------------------------------------------- */
@@ -508,85 +516,60 @@ typedef struct http_raw {
  * bearer_token, bearer_token_file, tls_config, proxy_url, follow_redirects,
  * enable_http2 (see dec_http_field). */
 
+static int basic_auth_field(dec *d, int f, const cfg__node *v, void *ctx) {
+    cfg_http *h = ctx;
+    if (f == 0) return get_str(d, v, "string", &h->basic_auth_username);
+    if (f == 1) return get_str(d, v, "config.Secret", &h->basic_auth_password);
+    return get_str(d, v, "string", &h->basic_auth_password_file);
+}
+
 static int dec_basic_auth(dec *d, const cfg__node *n, cfg_http *h) {
     static const char *const F[] = {"username", "password", "password_file", NULL};
     if (is_null(n)) return 0;
-    pairs ps;
-    int rc = map_pairs(d, n, "config.plain", &ps);
     h->has_basic_auth = 1;
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int f = field(d, &ps, i, F, "config.plain", 0);
-        if (f == FIELD_SKIP) continue;
-        if (f < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        if (f == 0) rc = get_str(d, v, "string", &h->basic_auth_username);
-        if (f == 1) rc = get_str(d, v, "config.Secret", &h->basic_auth_password);
-        if (f == 2) rc = get_str(d, v, "string", &h->basic_auth_password_file);
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.plain", F, basic_auth_field, h);
+}
+
+static int authorization_field(dec *d, int f, const cfg__node *v, void *ctx) {
+    cfg_http *h = ctx;
+    if (f == 0) return get_str(d, v, "string", &h->auth_type);
+    if (f == 1) return get_str(d, v, "config.Secret", &h->auth_credentials);
+    return get_str(d, v, "string", &h->auth_credentials_file);
 }
 
 static int dec_authorization(dec *d, const cfg__node *n, cfg_http *h) {
     static const char *const F[] = {"type", "credentials", "credentials_file", NULL};
     if (is_null(n)) return 0;
-    pairs ps;
-    int rc = map_pairs(d, n, "config.Authorization", &ps);
     h->has_authorization = 1;
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int f = field(d, &ps, i, F, "config.Authorization", 0);
-        if (f == FIELD_SKIP) continue;
-        if (f < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        if (f == 0) rc = get_str(d, v, "string", &h->auth_type);
-        if (f == 1) rc = get_str(d, v, "config.Secret", &h->auth_credentials);
-        if (f == 2) rc = get_str(d, v, "string", &h->auth_credentials_file);
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.Authorization", F, authorization_field, h);
 }
 
 static int tls_version(dec *d, const cfg__node *n, char **out) {
     int rc = get_str(d, n, "string", out);
     if (rc || is_null(n)) return rc; /* null: the unmarshaler is not called */
     static const char *const V[] = {"TLS10", "TLS11", "TLS12", "TLS13", NULL};
-    for (int i = 0; V[i]; i++)
-        if (strcmp(V[i], *out) == 0) return 0;
+    if (cfg__one_of(*out, V)) return 0;
     return derr(d, n->line, "unknown TLS version: %s", *out);
+}
+
+static int tls_field(dec *d, int f, const cfg__node *v, void *ctx) {
+    cfg_tls *t = ctx;
+    switch (f) {
+    case 0: return get_str(d, v, "string", &t->ca_file);
+    case 1: return get_str(d, v, "string", &t->cert_file);
+    case 2: return get_str(d, v, "string", &t->key_file);
+    case 3: return get_str(d, v, "string", &t->server_name);
+    case 4: return get_bool(d, v, &t->insecure_skip_verify);
+    case 5: return tls_version(d, v, &t->min_version);
+    default: return tls_version(d, v, &t->max_version);
+    }
 }
 
 static int dec_tls(dec *d, const cfg__node *n, cfg_tls *t) {
     static const char *const F[] = {
         "ca_file",     "cert_file",   "key_file", "server_name", "insecure_skip_verify",
         "min_version", "max_version", NULL};
-    pairs ps;
-    int rc = map_pairs(d, n, "config.plain", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int f = field(d, &ps, i, F, "config.plain", 0);
-        if (f == FIELD_SKIP) continue;
-        if (f < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        switch (f) {
-        case 0: rc = get_str(d, v, "string", &t->ca_file); break;
-        case 1: rc = get_str(d, v, "string", &t->cert_file); break;
-        case 2: rc = get_str(d, v, "string", &t->key_file); break;
-        case 3: rc = get_str(d, v, "string", &t->server_name); break;
-        case 4: rc = get_bool(d, v, &t->insecure_skip_verify); break;
-        case 5: rc = tls_version(d, v, &t->min_version); break;
-        case 6: rc = tls_version(d, v, &t->max_version); break;
-        }
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.plain", F, tls_field, t);
 }
 
 /* One HTTP client field (idx into HTTP_FIELDS). */
@@ -617,6 +600,20 @@ static int set_str(dec *d, char **dst, const char *s) {
     return 0;
 }
 
+/* bearer_token (bt set) or bearer_token_file becomes an authorization of
+ * type Bearer; the string moves from raw to h. */
+static int fold_bearer(dec *d, cfg_http *h, http_raw *raw, int bt) {
+    h->has_authorization = 1;
+    int rc = set_str(d, &h->auth_type, "Bearer");
+    if (rc) return rc;
+    char **from = bt ? &raw->bearer_token : &raw->bearer_token_file;
+    *(bt ? &h->auth_credentials : &h->auth_credentials_file) = *from;
+    *from = NULL;
+    return 0;
+}
+
+static const char SPACES[] = " \t\n\r\v\f"; /* the ASCII white space strings.TrimSpace trims */
+
 /* HTTPClientConfig.Validate (common 0.39) and SetDirectory. With
  * lenient (http_sd_configs, whose 2.42 UnmarshalYAML does not validate),
  * only the folding of bearer_token(_file) into authorization is done. */
@@ -625,15 +622,7 @@ static int http_validate_mode(dec *d, int line, cfg_http *h, http_raw *raw, int 
     int rc = 0;
     if (lenient) {
         if (!h->has_authorization && (bt || btf)) {
-            h->has_authorization = 1;
-            if ((rc = set_str(d, &h->auth_type, "Bearer"))) return rc;
-            if (bt) {
-                h->auth_credentials = raw->bearer_token;
-                raw->bearer_token = NULL;
-            } else {
-                h->auth_credentials_file = raw->bearer_token_file;
-                raw->bearer_token_file = NULL;
-            }
+            if ((rc = fold_bearer(d, h, raw, bt))) return rc;
         } else if (h->has_authorization && (!h->auth_type || !*h->auth_type)) {
             if ((rc = set_str(d, &h->auth_type, "Bearer"))) return rc;
         }
@@ -655,11 +644,9 @@ static int http_validate_mode(dec *d, int line, cfg_http *h, http_raw *raw, int 
                         "at most one of authorization credentials & credentials_file must be configured");
         /* strings.TrimSpace of the type */
         char *t = h->auth_type ? h->auth_type : (char *)"";
-        while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r' || *t == '\v' || *t == '\f') t++;
+        while (*t && strchr(SPACES, *t)) t++;
         size_t tl = strlen(t);
-        while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t' || t[tl - 1] == '\n' || t[tl - 1] == '\r' ||
-                      t[tl - 1] == '\v' || t[tl - 1] == '\f'))
-            tl--;
+        while (tl && strchr(SPACES, t[tl - 1])) tl--;
         char *trimmed = strndup(t, tl);
         if (!trimmed) return nomem(d);
         free(h->auth_type);
@@ -670,15 +657,7 @@ static int http_validate_mode(dec *d, int line, cfg_http *h, http_raw *raw, int 
         if (h->has_basic_auth || raw->has_oauth2)
             return derr(d, line, "at most one of basic_auth, oauth2 & authorization must be configured");
     } else if (bt || btf) {
-        h->has_authorization = 1;
-        if ((rc = set_str(d, &h->auth_type, "Bearer"))) return rc;
-        if (bt) {
-            h->auth_credentials = raw->bearer_token;
-            raw->bearer_token = NULL;
-        } else {
-            h->auth_credentials_file = raw->bearer_token_file;
-            raw->bearer_token_file = NULL;
-        }
+        if ((rc = fold_bearer(d, h, raw, bt))) return rc;
     }
 paths:
     if ((rc = join_dir(d, &h->basic_auth_password_file))) return rc;
@@ -699,59 +678,41 @@ static void http_raw_free(http_raw *r) {
 
 /* ---- relabel rules ------------------------------------------------------ */
 
+static int rule_field(dec *d, int f, const cfg__node *v, void *ctx) {
+    relabel_rule *r = ctx;
+    int rc;
+    switch (f) {
+    case 0:
+        if ((rc = get_strs(d, v, &r->source_labels, &r->nsource))) return rc;
+        for (size_t j = 0; j < r->nsource; j++)
+            if (!(v->kind == CFG__SEQ && is_null(v->kids[j])) &&
+                !labels_valid_label_name(base_str_c(r->source_labels[j])))
+                return derr(d, v->kind == CFG__SEQ ? v->kids[j]->line : v->line,
+                            "%s is not a valid label name", qs(d, r->source_labels[j]));
+        return 0;
+    case 1: r->has_separator = 1; return get_str(d, v, "string", &r->separator);
+    case 2: r->has_regex = 1; return get_str(d, v, "string", &r->regex);
+    case 3: return get_u64(d, v, "uint64", &r->modulus);
+    case 4: return get_str(d, v, "string", &r->target_label);
+    case 5: r->has_replacement = 1; return get_str(d, v, "string", &r->replacement);
+    default: {
+        char *a = NULL;
+        rc = get_str(d, v, "string", &a);
+        if (rc == 0 && *a) {
+            char msg[256];
+            if (relabel_action_parse(a, &r->action, msg, sizeof msg) != 0) rc = derr(d, v->line, "%s", msg);
+        }
+        free(a);
+        return rc;
+    }
+    }
+}
+
 static int dec_rule(dec *d, const cfg__node *n, relabel_rule *r) {
     static const char *const F[] = {"source_labels", "separator",   "regex",  "modulus",
                                     "target_label",  "replacement", "action", NULL};
     r->line = n->line;
-    pairs ps;
-    int rc = map_pairs(d, n, "relabel.plain", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int f = field(d, &ps, i, F, "relabel.plain", 0);
-        if (f == FIELD_SKIP) continue;
-        if (f < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        switch (f) {
-        case 0:
-            if ((rc = get_strs(d, v, &r->source_labels, &r->nsource))) break;
-            for (size_t j = 0; j < r->nsource; j++)
-                if (!(v->kind == CFG__SEQ && is_null(v->kids[j])) &&
-                    !labels_valid_label_name(base_str_c(r->source_labels[j]))) {
-                    rc = derr(d, v->kind == CFG__SEQ ? v->kids[j]->line : v->line,
-                              "%s is not a valid label name", qs(d, r->source_labels[j]));
-                    break;
-                }
-            break;
-        case 1:
-            rc = get_str(d, v, "string", &r->separator);
-            r->has_separator = 1;
-            break;
-        case 2:
-            rc = get_str(d, v, "string", &r->regex);
-            r->has_regex = 1;
-            break;
-        case 3: rc = get_u64(d, v, "uint64", &r->modulus); break;
-        case 4: rc = get_str(d, v, "string", &r->target_label); break;
-        case 5:
-            rc = get_str(d, v, "string", &r->replacement);
-            r->has_replacement = 1;
-            break;
-        case 6: {
-            char *a = NULL;
-            rc = get_str(d, v, "string", &a);
-            if (rc == 0 && *a) {
-                char msg[256];
-                if (relabel_action_parse(a, &r->action, msg, sizeof msg) != 0)
-                    rc = derr(d, v->line, "%s", msg);
-            }
-            free(a);
-            break;
-        }
-        }
-    }
-    free(ps.v);
+    int rc = dec_fields(d, n, "relabel.plain", F, rule_field, r);
     if (rc) return rc;
     char msg[512];
     msg[0] = 0;
@@ -866,22 +827,16 @@ static int file_sd_name_ok(const char *s) {
     return 0;
 }
 
+static int file_sd_field(dec *d, int k, const cfg__node *v, void *ctx) {
+    cfg_file_sd *f = ctx;
+    if (k == 0) return get_strs(d, v, &f->files, &f->nfiles);
+    return get_dur(d, v, &f->refresh_interval_ms);
+}
+
 static int dec_file_sd(dec *d, const cfg__node *n, cfg_file_sd *f) {
     static const char *const F[] = {"files", "refresh_interval", NULL};
     f->refresh_interval_ms = 5 * 60 * 1000;
-    pairs ps;
-    int rc = map_pairs(d, n, "file.plain", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int k = field(d, &ps, i, F, "file.plain", 0);
-        if (k == FIELD_SKIP) continue;
-        if (k < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        if (k == 0) rc = get_strs(d, ps.v[i].v, &f->files, &f->nfiles);
-        if (k == 1) rc = get_dur(d, ps.v[i].v, &f->refresh_interval_ms);
-    }
-    free(ps.v);
+    int rc = dec_fields(d, n, "file.plain", F, file_sd_field, f);
     if (rc) return rc;
     if (f->nfiles == 0)
         return derr(d, n->line, "file service discovery config must contain at least one path name");
@@ -1201,41 +1156,44 @@ static int dec_am(dec *d, const cfg__node *n, cfg_alertmanager *a) {
     return rc;
 }
 
+static int alerting_field(dec *d, int k, const cfg__node *v, void *ctx) {
+    cfg_alerting *al = ctx;
+    if (k == 0)
+        return dec_rules(d, v, &al->alert_relabel, &al->nalert_relabel,
+                         "empty or null alert relabeling rule");
+    int rc = visit(d, v);
+    if (rc || is_null(v)) return rc;
+    if (v->kind != CFG__SEQ) return terr(d, v, "config.AlertmanagerConfigs");
+    for (size_t j = 0; j < v->n; j++) {
+        if (is_null(v->kids[j]))
+            return derr(d, v->kids[j]->line, "empty or null alertmanager config section");
+        cfg_alertmanager *a = push(d, (void **)&al->ams, &al->nams, sizeof *a);
+        if (!a) return BASE_E_NOMEM;
+        if ((rc = dec_am(d, v->kids[j], a))) return rc;
+    }
+    return 0;
+}
+
 static int dec_alerting(dec *d, const cfg__node *n, cfg_alerting *al) {
     static const char *const F[] = {"alert_relabel_configs", "alertmanagers", NULL};
-    pairs ps;
-    int rc = map_pairs(d, n, "config.plain", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int k = field(d, &ps, i, F, "config.plain", 0);
-        if (k == FIELD_SKIP) continue;
-        if (k < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        if (k == 0) {
-            rc = dec_rules(d, v, &al->alert_relabel, &al->nalert_relabel,
-                           "empty or null alert relabeling rule");
-        } else if ((rc = visit(d, v)) == 0 && !is_null(v)) {
-            if (v->kind != CFG__SEQ) {
-                rc = terr(d, v, "config.AlertmanagerConfigs");
-                break;
-            }
-            for (size_t j = 0; rc == 0 && j < v->n; j++) {
-                if (is_null(v->kids[j])) {
-                    rc = derr(d, v->kids[j]->line, "empty or null alertmanager config section");
-                    break;
-                }
-                cfg_alertmanager *a = push(d, (void **)&al->ams, &al->nams, sizeof *a);
-                rc = a ? dec_am(d, v->kids[j], a) : BASE_E_NOMEM;
-            }
-        }
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.plain", F, alerting_field, al);
 }
 
 /* ---- remote write -------------------------------------------------------- */
+
+static int queue_field(dec *d, int k, const cfg__node *v, void *ctx) {
+    cfg_remote_write *w = ctx;
+    switch (k) {
+    case 0: return get_i64(d, v, "int", &w->q_capacity);
+    case 1: return get_i64(d, v, "int", &w->q_max_shards);
+    case 2: return get_i64(d, v, "int", &w->q_min_shards);
+    case 3: return get_i64(d, v, "int", &w->q_max_samples_per_send);
+    case 4: return get_dur(d, v, &w->q_batch_send_deadline_ms);
+    case 5: return get_dur(d, v, &w->q_min_backoff_ms);
+    case 6: return get_dur(d, v, &w->q_max_backoff_ms);
+    default: return get_bool(d, v, &w->q_retry_on_http_429);
+    }
+}
 
 static int dec_queue(dec *d, const cfg__node *n, cfg_remote_write *w) {
     static const char *const F[] = {"capacity",
@@ -1247,49 +1205,19 @@ static int dec_queue(dec *d, const cfg__node *n, cfg_remote_write *w) {
                                     "max_backoff",
                                     "retry_on_http_429",
                                     NULL};
-    pairs ps;
-    int rc = map_pairs(d, n, "config.QueueConfig", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int k = field(d, &ps, i, F, "config.QueueConfig", 0);
-        if (k == FIELD_SKIP) continue;
-        if (k < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        switch (k) {
-        case 0: rc = get_i64(d, v, "int", &w->q_capacity); break;
-        case 1: rc = get_i64(d, v, "int", &w->q_max_shards); break;
-        case 2: rc = get_i64(d, v, "int", &w->q_min_shards); break;
-        case 3: rc = get_i64(d, v, "int", &w->q_max_samples_per_send); break;
-        case 4: rc = get_dur(d, v, &w->q_batch_send_deadline_ms); break;
-        case 5: rc = get_dur(d, v, &w->q_min_backoff_ms); break;
-        case 6: rc = get_dur(d, v, &w->q_max_backoff_ms); break;
-        case 7: rc = get_bool(d, v, &w->q_retry_on_http_429); break;
-        }
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.QueueConfig", F, queue_field, w);
+}
+
+static int metadata_field(dec *d, int k, const cfg__node *v, void *ctx) {
+    cfg_remote_write *w = ctx;
+    if (k == 0) return get_bool(d, v, &w->md_send);
+    if (k == 1) return get_dur(d, v, &w->md_send_interval_ms);
+    return get_i64(d, v, "int", &w->md_max_samples_per_send);
 }
 
 static int dec_metadata(dec *d, const cfg__node *n, cfg_remote_write *w) {
     static const char *const F[] = {"send", "send_interval", "max_samples_per_send", NULL};
-    pairs ps;
-    int rc = map_pairs(d, n, "config.MetadataConfig", &ps);
-    for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        int k = field(d, &ps, i, F, "config.MetadataConfig", 0);
-        if (k == FIELD_SKIP) continue;
-        if (k < 0) {
-            rc = BASE_E_INVAL;
-            break;
-        }
-        const cfg__node *v = ps.v[i].v;
-        if (k == 0) rc = get_bool(d, v, &w->md_send);
-        if (k == 1) rc = get_dur(d, v, &w->md_send_interval_ms);
-        if (k == 2) rc = get_i64(d, v, "int", &w->md_max_samples_per_send);
-    }
-    free(ps.v);
-    return rc;
+    return dec_fields(d, n, "config.MetadataConfig", F, metadata_field, w);
 }
 
 static const char *const RESERVED_HEADERS[] = {"host",

@@ -218,7 +218,7 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
 
 /* ---- resolution ------------------------------------------------------- */
 
-static int is_one_of(const char *s, const char *const *list) {
+int cfg__one_of(const char *s, const char *const *list) {
     for (; *list; list++)
         if (strcmp(s, *list) == 0) return 1;
     return 0;
@@ -297,13 +297,13 @@ static const char *const FALSES[] = {"n",   "N",   "no",    "No",    "NO",    "o
 static void resolve_plain(const char *v, size_t len, cfg__resolved *r) {
     memset(r, 0, sizeof *r);
     r->tag = CFG__T_STR;
-    if (is_one_of(v, NULLS)) {
+    if (cfg__one_of(v, NULLS)) {
         r->tag = CFG__T_NULL;
         return;
     }
-    if (is_one_of(v, TRUES) || is_one_of(v, FALSES)) {
+    if (cfg__one_of(v, TRUES) || cfg__one_of(v, FALSES)) {
         r->tag = CFG__T_BOOL;
-        r->b = is_one_of(v, TRUES);
+        r->b = cfg__one_of(v, TRUES);
         return;
     }
     if (strcmp(v, "<<") == 0) {
@@ -313,9 +313,9 @@ static void resolve_plain(const char *v, size_t len, cfg__resolved *r) {
     static const char *const PINF[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL};
     static const char *const NINF[] = {"-.inf", "-.Inf", "-.INF", NULL};
     static const char *const NANS[] = {".nan", ".NaN", ".NAN", NULL};
-    if (is_one_of(v, PINF) || is_one_of(v, NINF) || is_one_of(v, NANS)) {
+    if (cfg__one_of(v, PINF) || cfg__one_of(v, NINF) || cfg__one_of(v, NANS)) {
         r->tag = CFG__T_FLOAT;
-        r->f = is_one_of(v, NANS) ? NAN : is_one_of(v, PINF) ? INFINITY : -INFINITY;
+        r->f = cfg__one_of(v, NANS) ? NAN : cfg__one_of(v, PINF) ? INFINITY : -INFINITY;
         return;
     }
     char c = v[0];

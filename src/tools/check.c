@@ -67,6 +67,14 @@ static void fmt_dur(char *out, size_t n, int64_t ms) {
     }
 }
 
+/* b initialised with static group grp's labels and target t's address. */
+static void target_labels(labels_builder *b, const cfg_static *grp, size_t t) {
+    labels_builder_init(b);
+    for (size_t i = 0; i < grp->labels.n; i++)
+        labels_builder_set(b, base_str_c(grp->labels.v[i].name), base_str_c(grp->labels.v[i].value));
+    labels_builder_set(b, base_str_c("__address__"), base_str_c(grp->targets[t]));
+}
+
 /* scrape.PopulateLabels, far enough to find targets without an address. */
 static int check_groups(const cfg_scrape *s, const cfg_sd *sd, char *why, size_t whylen) {
     char si[64], st[64];
@@ -76,10 +84,7 @@ static int check_groups(const cfg_scrape *s, const cfg_sd *sd, char *why, size_t
         const cfg_static *grp = &sd->statics[g];
         for (size_t t = 0; t < grp->ntargets; t++) {
             labels_builder b;
-            labels_builder_init(&b);
-            for (size_t i = 0; i < grp->labels.n; i++)
-                labels_builder_set(&b, base_str_c(grp->labels.v[i].name), base_str_c(grp->labels.v[i].value));
-            labels_builder_set(&b, base_str_c("__address__"), base_str_c(grp->targets[t]));
+            target_labels(&b, grp, t);
             static const char *const names[] = {"job", "__metrics_path__", "__scheme__",
                                                 "__scrape_interval__", "__scrape_timeout__"};
             const char *vals[] = {s->job_name, s->metrics_path, s->scheme, si, st};
@@ -127,10 +132,7 @@ static int check_am_groups(const cfg_alertmanager *a, char *why, size_t whylen) 
         const cfg_static *grp = &a->sd.statics[g];
         for (size_t t = 0; t < grp->ntargets; t++) {
             labels_builder b;
-            labels_builder_init(&b);
-            for (size_t i = 0; i < grp->labels.n; i++)
-                labels_builder_set(&b, base_str_c(grp->labels.v[i].name), base_str_c(grp->labels.v[i].value));
-            labels_builder_set(&b, base_str_c("__address__"), base_str_c(grp->targets[t]));
+            target_labels(&b, grp, t);
             if (labels_builder_get(&b, base_str_c("__scheme__")).n == 0)
                 labels_builder_set(&b, base_str_c("__scheme__"), base_str_c(a->scheme));
             if (labels_builder_get(&b, base_str_c("__alerts_path__")).n == 0)
