@@ -391,7 +391,7 @@ static int prov_static(const cfg_sd *sd, prov **ret, char *err, size_t errlen) {
     prov *p = calloc(1, sizeof *p);
     if (!p) return BASE_E_NOMEM;
     p->kind = DISC_KIND_STATIC;
-    base_buf k = BASE_BUF_INIT;
+    base_buf k;
     base_buf_init(&k, 0);
     base_buf_puts(&k, "static;");
     for (size_t i = 0; i < sd->nstatics; i++) {
@@ -432,7 +432,7 @@ static int prov_file(const cfg_file_sd *f, prov **ret, char *err, size_t errlen)
     p->pats = strv_copy(f->files, f->nfiles);
     p->npats = p->pats ? f->nfiles : 0;
     p->wds = calloc(f->nfiles ? f->nfiles : 1, sizeof *p->wds);
-    base_buf k = BASE_BUF_INIT;
+    base_buf k;
     base_buf_init(&k, 0);
     base_buf_puts(&k, "file;");
     key_int(&k, f->refresh_interval_ms);
@@ -462,7 +462,7 @@ static int prov_dns(const cfg_dns_sd *d, prov **ret, char *err, size_t errlen) {
     p->nnames = p->names ? d->nnames : 0;
     p->dg = calloc(d->nnames ? d->nnames : 1, sizeof *p->dg);
     p->dns_err = calloc(d->nnames ? d->nnames : 1, sizeof *p->dns_err);
-    base_buf k = BASE_BUF_INIT;
+    base_buf k;
     base_buf_init(&k, 0);
     base_buf_puts(&k, "dns;");
     key_int(&k, d->refresh_interval_ms);
@@ -489,7 +489,7 @@ static int prov_http(const cfg_http_sd *h, prov **ret, char *err, size_t errlen)
     p->url = strdup(h->url);
     base_buf_init(&p->body, DISC_MAX_DOC_BYTES);
     int rc = p->url ? cfg_http_copy(&p->http, &h->http) : BASE_E_NOMEM;
-    base_buf k = BASE_BUF_INIT;
+    base_buf k;
     base_buf_init(&k, 0);
     base_buf_puts(&k, "http;");
     key_int(&k, h->refresh_interval_ms);
@@ -947,7 +947,7 @@ static int http_setup(prov *p, char *err, size_t errlen) {
 
     curl_slist_free_all(p->hdrs);
     p->hdrs = NULL;
-    base_buf hb = BASE_BUF_INIT;
+    base_buf hb;
     base_buf_init(&hb, 0);
     int rc = 0;
     struct curl_slist *l = curl_slist_append(NULL, "Accept: application/json");
@@ -974,7 +974,7 @@ static int http_setup(prov *p, char *err, size_t errlen) {
         if (!rc && l && !base_buf_err(&hb)) l = curl_slist_append(l, hb.data);
     }
     if (!rc && h->has_basic_auth) {
-        base_buf pw = BASE_BUF_INIT;
+        base_buf pw;
         base_buf_init(&pw, 0);
         if (h->basic_auth_password_file && h->basic_auth_password_file[0])
             rc = read_cred(h->basic_auth_password_file, &pw, err, errlen);
@@ -1175,15 +1175,17 @@ static void publish(disc_manager *m) {
     memset(&st, 0, sizeof st);
     memcpy(st.refreshes, m->refreshes, sizeof st.refreshes);
     memcpy(st.failures, m->failures, sizeof st.failures);
+    gvec g = {0}; /* one vector for every provider: reset, not reallocated */
     for (size_t i = 0; i < m->nsets; i++)
         for (size_t k = 0; k < m->sets[i]->nprovs; k++) {
-            gvec g = {0};
+            g.n = 0;
+            g.err = 0;
             prov_collect(m->sets[i]->provs[k], &g);
             st.providers++;
             st.groups += g.n;
             for (size_t j = 0; j < g.n; j++) st.targets += g.v[j]->ntargets;
-            free(g.v);
         }
+    free(g.v);
     pthread_mutex_lock(&m->mu);
     m->pub = st;
     pthread_mutex_unlock(&m->mu);

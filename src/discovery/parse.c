@@ -105,7 +105,8 @@ typedef struct gb {
     size_t items;       /* targets and label pairs so far */
     const char *origin; /* path or URL */
     const char *origin_label;
-    labels_builder lb;
+    labels_builder lb;  /* the group's labels */
+    labels_builder tlb; /* one target's labels, reused for every target */
     char *err;
     size_t errlen;
 } gb;
@@ -117,6 +118,7 @@ static void gb_init(gb *b, const char *origin, const char *origin_label, char *e
     b->err = err;
     b->errlen = errlen;
     labels_builder_init(&b->lb);
+    labels_builder_init(&b->tlb);
 }
 
 static void gb_fail(gb *b) {
@@ -124,10 +126,12 @@ static void gb_fail(gb *b) {
     b->g = NULL;
     b->n = b->cap = 0;
     labels_builder_free(&b->lb);
+    labels_builder_free(&b->tlb);
 }
 
 static int gb_done(gb *b, disc_group ***ret, size_t *ret_n) {
     labels_builder_free(&b->lb);
+    labels_builder_free(&b->tlb);
     *ret = b->g;
     *ret_n = b->n;
     return 0;
@@ -144,12 +148,9 @@ static int gb_group(gb *b, disc_group **ret) {
         b->g = ng;
         b->cap = cap;
     }
-    char src[64];
-    base_buf s = BASE_BUF_INIT;
+    base_buf s;
     base_buf_init(&s, 0);
-    base_buf_puts(&s, b->origin);
-    snprintf(src, sizeof src, ":%zu", b->n);
-    base_buf_puts(&s, src);
+    base_buf_printf(&s, "%s:%zu", b->origin, b->n);
     disc_group *g = base_buf_err(&s) ? NULL : disc__group_new(s.data);
     base_buf_free(&s);
     if (!g) return base_errf(b->err, b->errlen, BASE_E_NOMEM, "out of memory");
@@ -168,12 +169,10 @@ static int gb_item(gb *b) {
 static int gb_target(gb *b, disc_group *g, const char *addr, size_t len) {
     int rc = gb_item(b);
     if (rc) return rc;
-    labels_builder tb;
-    labels_builder_init(&tb);
+    labels_builder_reset(&b->tlb);
     labels_set *t = NULL;
-    rc = labels_builder_add(&tb, base_str_c("__address__"), (base_str){addr, len});
-    if (!rc) rc = labels_builder_finish(&tb, 0, &t, b->err, b->errlen);
-    labels_builder_free(&tb);
+    rc = labels_builder_add(&b->tlb, base_str_c("__address__"), (base_str){addr, len});
+    if (!rc) rc = labels_builder_finish(&b->tlb, 0, &t, b->err, b->errlen);
     if (rc == BASE_E_INVAL) rc = BASE_E_PARSE;
     if (rc) return rc;
     if (disc__group_add_target(g, t)) return base_errf(b->err, b->errlen, BASE_E_NOMEM, "out of memory");
@@ -185,7 +184,7 @@ static int gb_label(gb *b, const char *name, size_t nlen, const char *val, size_
     if (rc) return rc;
     base_str n = {name, nlen};
     if (!labels_valid_label_name(n)) {
-        base_buf q = BASE_BUF_INIT;
+        base_buf q;
         base_buf_init(&q, 256);
         labels_quote(&q, n);
         rc = base_errf(b->err, b->errlen, BASE_E_PARSE, "%s is not a valid label name",

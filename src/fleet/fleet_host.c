@@ -43,7 +43,6 @@ typedef struct hser {
     unsigned fam; /* index into tmpl->fams */
     int kind;
     int integer;        /* whole numbers */
-    int vary;           /* gauge base varies per node */
     const char *labels; /* owned by the template, or NULL */
     double base;        /* counter: rate per second; gauge/const: value */
     double var;         /* gauge: relative amplitude */
@@ -124,7 +123,6 @@ static void ser(fleet_host_tmpl *t, const char *labels, int kind, double base, d
     t->ser[t->nser++] = (hser){.fam = (unsigned)(t->nfams - 1),
                                .kind = kind,
                                .integer = integer,
-                               .vary = kind == K_GAUGE,
                                .labels = l,
                                .base = base,
                                .var = var,
@@ -435,7 +433,7 @@ int fleet__host_fill(fleet_host *h, double t, expo_mset *ms) {
             double phase = 3.14159265358979 * (1 + fleet__noise(h->seed, i, 0xFA5Eu));
             double wave =
                 0.7 * sin(2 * 3.14159265358979 * t / s->period + phase) + 0.3 * fleet__noise(h->seed, i, key);
-            v = s->base * (s->vary ? node_factor(h->seed, i) : 1.0) * (1 + s->var * wave);
+            v = s->base * node_factor(h->seed, i) * (1 + s->var * wave);
             if (v < 0) v = 0;
             v = s->integer ? round(v) : round(v * 100) / 100;
             break;
