@@ -217,6 +217,8 @@ void cfg_free(cfg_config *c);
 
 /* Frees the strings of an HTTP client configuration and zeroes it. */
 void cfg_http_clear(cfg_http *h);
+/* Whether two HTTP client configurations are the same (every field). */
+int cfg_http_equal(const cfg_http *a, const cfg_http *b);
 /* A deep copy (dst gets its own strings): 0 or BASE_E_NOMEM (dst zeroed). */
 int cfg_http_copy(cfg_http *dst, const cfg_http *src);
 

@@ -159,7 +159,7 @@ static int kvs_eq(const cfg_kvs *a, const cfg_kvs *b) {
     return 1;
 }
 
-static int http_eq(const cfg_http *a, const cfg_http *b) {
+int cfg_http_equal(const cfg_http *a, const cfg_http *b) {
     return a->has_basic_auth == b->has_basic_auth && str_eq(a->basic_auth_username, b->basic_auth_username) &&
            str_eq(a->basic_auth_password, b->basic_auth_password) &&
            str_eq(a->basic_auth_password_file, b->basic_auth_password_file) &&
@@ -200,7 +200,7 @@ int cfg_sd_equal(const cfg_sd *a, const cfg_sd *b) {
     for (size_t i = 0; i < a->nhttps; i++)
         if (!str_eq(a->https[i].url, b->https[i].url) ||
             a->https[i].refresh_interval_ms != b->https[i].refresh_interval_ms ||
-            !http_eq(&a->https[i].http, &b->https[i].http))
+            !cfg_http_equal(&a->https[i].http, &b->https[i].http))
             return 0;
     return 1;
 }
@@ -218,7 +218,7 @@ int cfg_scrape_equal(const cfg_scrape *a, const cfg_scrape *b) {
         if (!str_eq(a->params[i].name, b->params[i].name) ||
             !strs_eq(a->params[i].values, a->params[i].nvalues, b->params[i].values, b->params[i].nvalues))
             return 0;
-    return http_eq(&a->http, &b->http) && cfg_sd_equal(&a->sd, &b->sd) &&
+    return cfg_http_equal(&a->http, &b->http) && cfg_sd_equal(&a->sd, &b->sd) &&
            rules_eq(a->relabel, a->nrelabel, b->relabel, b->nrelabel) &&
            rules_eq(a->metric_relabel, a->nmetric_relabel, b->metric_relabel, b->nmetric_relabel);
 }

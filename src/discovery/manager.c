@@ -185,26 +185,6 @@ static void key_int(base_buf *k, long long v) {
     base_buf_printf(k, "%lld;", v);
 }
 
-static void key_http(base_buf *k, const cfg_http *h) {
-    key_int(k, h->has_basic_auth);
-    key_str(k, h->basic_auth_username);
-    key_str(k, h->basic_auth_password);
-    key_str(k, h->basic_auth_password_file);
-    key_int(k, h->has_authorization);
-    key_str(k, h->auth_type);
-    key_str(k, h->auth_credentials);
-    key_str(k, h->auth_credentials_file);
-    key_str(k, h->tls.ca_file);
-    key_str(k, h->tls.cert_file);
-    key_str(k, h->tls.key_file);
-    key_str(k, h->tls.server_name);
-    key_str(k, h->tls.min_version);
-    key_int(k, h->tls.insecure_skip_verify);
-    key_str(k, h->proxy_url);
-    key_int(k, h->follow_redirects);
-    key_int(k, h->enable_http2);
-}
-
 static void strv_free(char **v, size_t n) {
     if (!v) return;
     for (size_t i = 0; i < n; i++) free(v[i]);
@@ -494,7 +474,6 @@ static int prov_http(const cfg_http_sd *h, prov **ret, char *err, size_t errlen)
     base_buf_puts(&k, "http;");
     key_int(&k, h->refresh_interval_ms);
     key_str(&k, h->url);
-    key_http(&k, &h->http);
     if (!rc) rc = prov_finish_key(p, &k);
     base_buf_free(&k);
     if (rc) {
@@ -1112,7 +1091,8 @@ static void merge(disc_manager *m, plan *pl) {
             int reused = 0;
             for (size_t j = 0; j < os->nprovs; j++) {
                 prov *op = os->provs[j];
-                if (op->taken || op->keylen != np->keylen || memcmp(op->key, np->key, np->keylen) != 0)
+                if (op->taken || op->keylen != np->keylen || memcmp(op->key, np->key, np->keylen) != 0 ||
+                    !cfg_http_equal(&op->http, &np->http)) /* zeroed but for http_sd */
                     continue;
                 op->taken = 1;
                 op->set = ns;
