@@ -72,13 +72,8 @@ static void handle(void *ctx, const http_request *req, http_response *resp) {
             http_respond_text(resp, 500, "out of memory\n");
             return;
         }
-        resp->status = 200;
-        resp->content_type = fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT;
-        resp->content_encoding = gz ? "gzip" : NULL;
-        resp->body = b->data;
-        resp->len = b->len;
-        resp->free_fn = agent_body_unref;
-        resp->free_arg = b;
+        http_respond_owned(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT,
+                           gz ? "gzip" : NULL, b->data, b->len, agent_body_unref, b);
         return;
     }
     if (strncmp(req->path, "/metrics/job", 12) == 0 &&
@@ -93,8 +88,7 @@ static void handle(void *ctx, const http_request *req, http_response *resp) {
          * push (refused ones too: they set push_failure_time_seconds)
          * already carries it. */
         agent_core_refresh(app->core, "app", 2000);
-        http_respond_copy(resp, status, "text/plain; charset=utf-8", out.data ? out.data : "", out.len);
-        base_buf_free(&out);
+        http_respond_buf(resp, status, "text/plain; charset=utf-8", &out);
         return;
     }
     if (get && strcmp(req->path, "/") == 0) {

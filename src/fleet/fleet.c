@@ -227,20 +227,12 @@ static void handle(void *ctx, const http_request *req, http_response *resp) {
             return;
         }
         atomic_fetch_add(&app->scrapes, 1);
-        resp->status = 200;
-        resp->content_type = fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT;
-        resp->content_encoding = gz ? "gzip" : NULL;
-        resp->body = b->data;
-        resp->len = b->len;
-        resp->free_fn = body_unref;
-        resp->free_arg = b;
+        http_respond_owned(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT,
+                           gz ? "gzip" : NULL, b->data, b->len, body_unref, b);
         return;
     }
     if (get && strcmp(req->path, "/nodes") == 0) {
-        resp->status = 200;
-        resp->content_type = "application/json";
-        resp->body = app->sd_json;
-        resp->len = app->sd_len;
+        http_respond_owned(resp, 200, "application/json", NULL, app->sd_json, app->sd_len, NULL, NULL);
         return;
     }
     if (get && (strcmp(req->path, "/-/healthy") == 0 || strcmp(req->path, "/-/ready") == 0)) {

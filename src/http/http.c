@@ -272,6 +272,29 @@ void http_respond_copy(http_response *resp, int status, const char *content_type
     resp->free_arg = p;
 }
 
+void http_respond_owned(http_response *resp, int status, const char *content_type,
+                        const char *content_encoding, const void *body, size_t len, void (*free_fn)(void *),
+                        void *free_arg) {
+    resp->status = status;
+    resp->content_type = content_type;
+    resp->content_encoding = content_encoding;
+    resp->body = body;
+    resp->len = len;
+    resp->free_fn = free_fn;
+    resp->free_arg = free_arg;
+}
+
+void http_respond_buf(http_response *resp, int status, const char *content_type, base_buf *b) {
+    if (base_buf_err(b)) {
+        base_buf_free(b);
+        http_respond_text(resp, 500, "out of memory\n");
+        return;
+    }
+    size_t len;
+    char *data = base_buf_steal(b, &len);
+    http_respond_owned(resp, status, content_type, NULL, data ? data : "", len, data ? free : NULL, data);
+}
+
 void http_respond_text(http_response *resp, int status, const char *text) {
     resp->status = status;
     resp->content_type = "text/plain; charset=utf-8";

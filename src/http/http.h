@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "base/buf.h"
+
 typedef struct http_request {
     const char *method;          /* "GET", "PUT", ... */
     const char *path;            /* URL path, percent-decoded by libmicrohttpd, no query */
@@ -67,6 +69,14 @@ const char *http_request_arg(const http_request *req, const char *name);
 /* Copies body into the response (for small dynamic answers). */
 void http_respond_copy(http_response *resp, int status, const char *content_type, const void *body,
                        size_t len);
+/* Hands a body over without copying: free_fn(free_arg) (may be NULL) runs
+ * once it has been sent or dropped. content_encoding may be NULL. */
+void http_respond_owned(http_response *resp, int status, const char *content_type,
+                        const char *content_encoding, const void *body, size_t len, void (*free_fn)(void *),
+                        void *free_arg);
+/* Hands a built buffer over (it is left empty); a buffer whose sticky error
+ * is set (out of memory, over its limit) becomes a 500 instead. */
+void http_respond_buf(http_response *resp, int status, const char *content_type, base_buf *b);
 /* A static text answer. */
 void http_respond_text(http_response *resp, int status, const char *text);
 
