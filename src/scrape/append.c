@@ -447,22 +447,7 @@ static void fail(sc_result *r, int code, int reason, const char *fmt, ...) {
     r->reason = reason;
 }
 
-static void quote50(char *out, size_t n, base_str v) {
-    /* Go's %.50q: the first 50 runes, quoted */
-    size_t k = 0, runes = 0;
-    while (k < v.n && runes < 50) {
-        unsigned char c = (unsigned char)v.p[k];
-        k += c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
-        runes++;
-    }
-    if (k > v.n) k = v.n;
-    base_buf b;
-    base_buf_init(&b, 0);
-    labels_quote(&b, (base_str){v.p, k});
-    snprintf(out, n, "%s", b.data ? b.data : "\"\"");
-    base_buf_free(&b);
-}
-
+/* The length of v's first 50 runes (Go's %.50s). */
 static int trunc50(base_str v) {
     size_t k = 0, runes = 0;
     while (k < v.n && runes < 50) {
@@ -471,6 +456,15 @@ static int trunc50(base_str v) {
         runes++;
     }
     return (int)(k > v.n ? v.n : k);
+}
+
+static void quote50(char *out, size_t n, base_str v) {
+    /* Go's %.50q: the first 50 runes, quoted */
+    base_buf b;
+    base_buf_init(&b, 0);
+    labels_quote(&b, (base_str){v.p, (size_t)trunc50(v)});
+    snprintf(out, n, "%s", b.data ? b.data : "\"\"");
+    base_buf_free(&b);
 }
 
 static int check_limits(const sc_pcfg *pc, const labels_set *ls, sc_result *r) {

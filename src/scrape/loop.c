@@ -260,12 +260,11 @@ static char *read_secret(const char *path) {
     return strdup(buf);
 }
 
-/* (Re)configures the loop's easy handle for its settings. */
-static int setup_easy(sc_loop *l) {
-    const sc_pcfg *p = l->wcfg;
-    if (!l->easy && !(l->easy = curl_easy_init())) return BASE_E_NOMEM;
-    CURL *c = l->easy;
-    curl_easy_reset(c);
+/* Builds the request headers into l->hdrs. They depend only on the loop
+ * and its settings, except a credentials file, which (as in Prometheus)
+ * is read again for every request. */
+static int build_headers(sc_loop *l) {
+    const cfg_http *p = &l->wcfg->http;
     curl_slist_free_all(l->hdrs);
     l->hdrs = NULL;
     struct curl_slist *h = NULL, *t;
@@ -274,12 +273,13 @@ static int setup_easy(sc_loop *l) {
         if (!(t = curl_slist_append(h, hs[i]))) goto nomem;
         h = t;
     }
-    if (p->has_auth) {
-        char *cred = p->auth_cred_file ? read_secret(p->auth_cred_file) : NULL;
-        const char *cv = cred ? cred : p->auth_cred ? p->auth_cred : "";
-        size_t n = strlen(p->auth_type) + strlen(cv) + 32;
+    if (p->has_authorization) {
+        const char *type = p->auth_type ? p->auth_type : "Bearer";
+        char *cred = p->auth_credentials_file ? read_secret(p->auth_credentials_file) : NULL;
+        const char *cv = cred ? cred : p->auth_credentials ? p->auth_credentials : "";
+        size_t n = strlen(type) + strlen(cv) + 32;
         char *line = malloc(n);
-        if (line) snprintf(line, n, "Authorization: %s %s", p->auth_type, cv);
+        if (line) snprintf(line, n, "Authorization: %s %s", type, cv);
         free(cred);
         if (!line) goto nomem;
         t = curl_slist_append(h, line);
@@ -288,6 +288,22 @@ static int setup_easy(sc_loop *l) {
         h = t;
     }
     l->hdrs = h;
+    return 0;
+nomem:
+    curl_slist_free_all(h);
+    return BASE_E_NOMEM;
+}
+
+/* (Re)configures the loop's easy handle for its settings; the headers are
+ * rebuilt only when the settings changed or they hold a credentials file. */
+static int setup_easy(sc_loop *l, int changed) {
+    const cfg_http *p = &l->wcfg->http;
+    if ((changed || !l->hdrs || p->auth_credentials_file) && build_headers(l)) return BASE_E_NOMEM;
+    if (l->easy)
+        curl_easy_reset(l->easy);
+    else if (!(l->easy = curl_easy_init()))
+        return BASE_E_NOMEM;
+    CURL *c = l->easy;
     curl_easy_setopt(c, CURLOPT_URL, l->url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, l->hdrs);
     curl_easy_setopt(c, CURLOPT_USERAGENT, SC_USER_AGENT);
@@ -304,17 +320,17 @@ static int setup_easy(sc_loop *l) {
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #endif
-    if (p->has_basic) {
-        char *pw = p->basic_pass_file ? read_secret(p->basic_pass_file) : NULL;
+    if (p->has_basic_auth) {
+        char *pw = p->basic_auth_password_file ? read_secret(p->basic_auth_password_file) : NULL;
         curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, p->basic_user ? p->basic_user : "");
-        curl_easy_setopt(c, CURLOPT_PASSWORD, pw ? pw : p->basic_pass ? p->basic_pass : "");
+        curl_easy_setopt(c, CURLOPT_USERNAME, p->basic_auth_username ? p->basic_auth_username : "");
+        curl_easy_setopt(c, CURLOPT_PASSWORD, pw ? pw : p->basic_auth_password ? p->basic_auth_password : "");
         free(pw); /* curl copies option strings */
     }
-    if (p->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, p->ca_file);
-    if (p->cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, p->cert_file);
-    if (p->key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, p->key_file);
-    if (p->insecure) {
+    if (p->tls.ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, p->tls.ca_file);
+    if (p->tls.cert_file) curl_easy_setopt(c, CURLOPT_SSLCERT, p->tls.cert_file);
+    if (p->tls.key_file) curl_easy_setopt(c, CURLOPT_SSLKEY, p->tls.key_file);
+    if (p->tls.insecure_skip_verify) {
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
     }
@@ -323,9 +339,6 @@ static int setup_easy(sc_loop *l) {
     else
         curl_easy_setopt(c, CURLOPT_PROXY, "");
     return 0;
-nomem:
-    curl_slist_free_all(h);
-    return BASE_E_NOMEM;
 }
 
 static void set_status(sc_loop *l, int ok, const char *msg, int64_t start_wall_ns, double dur) {
@@ -340,9 +353,8 @@ static void set_status(sc_loop *l, int ok, const char *msg, int64_t start_wall_n
 }
 
 static void log_change(sc_loop *l, int ok, const char *msg) {
-    if (!ok && (l->ok_prev || l->last_ts_ms == 0 || strcmp(l->logged_err, msg) != 0)) {
-        if (l->ok_prev || strcmp(l->logged_err, msg) != 0)
-            base_log(BASE_LOG_WARN, "Scrape failed", "target", l->url, "job", l->wcfg->job, "err", msg, NULL);
+    if (!ok && (l->ok_prev || strcmp(l->logged_err, msg) != 0)) {
+        base_log(BASE_LOG_WARN, "Scrape failed", "target", l->url, "job", l->wcfg->job, "err", msg, NULL);
         snprintf(l->logged_err, sizeof l->logged_err, "%s", msg);
     } else if (ok && !l->ok_prev && l->logged_err[0]) {
         base_log(BASE_LOG_INFO, "Scrape recovered", "target", l->url, "job", l->wcfg->job, NULL);
@@ -498,7 +510,9 @@ static void start_scrape(sc_worker *w, sc_loop *l, int64_t now) {
         heap_push(w, l);
         return;
     }
-    if ((changed || !l->easy) && setup_easy(l)) {
+    if ((changed || !l->easy) && setup_easy(l, changed)) {
+        curl_easy_cleanup(l->easy); /* half set up: the next scrape starts over */
+        l->easy = NULL;
         finish(w, l, 0, "out of memory", SC_FAIL_OTHER);
         heap_push(w, l);
         return;

@@ -103,11 +103,7 @@ typedef struct sc_pcfg {
     uint64_t sample_limit, label_limit, name_len_limit, value_len_limit, body_size_limit;
     relabel_rule *mrelabel;
     size_t nmrelabel;
-    /* HTTP client */
-    char *basic_user, *basic_pass, *basic_pass_file;
-    char *auth_type, *auth_cred, *auth_cred_file;
-    char *ca_file, *cert_file, *key_file, *server_name, *proxy_url;
-    int insecure, follow_redirects, has_basic, has_auth;
+    cfg_http http; /* HTTP client settings: the job's, copied */
 } sc_pcfg;
 
 sc_pcfg *sc__pcfg_new(const cfg_scrape *c, char *err, size_t errlen);
@@ -221,11 +217,10 @@ typedef struct sc_loop {
 
     /* worker-only */
     int state;
-    sc_pcfg *wcfg; /* the snapshot the worker applied */
-    CURL *easy;
-    struct curl_slist *hdrs;
+    sc_pcfg *wcfg;           /* the snapshot the worker applied */
+    CURL *easy;              /* only while a scrape is in flight */
+    struct curl_slist *hdrs; /* request headers, kept until wcfg changes */
     base_buf body;
-    int http_status;
     char status_line[128];
     char content_type[128];
     int gzip;

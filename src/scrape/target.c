@@ -88,15 +88,11 @@ static int split_host_port_ok(const char *s, size_t n) {
     return 1;
 }
 
-static void quote(base_buf *b, base_str s) {
-    labels_quote(b, s);
-}
-
 static int errq(char *err, size_t errlen, int code, const char *pre, base_str v, const char *post) {
     base_buf b;
     base_buf_init(&b, 0);
     base_buf_puts(&b, pre);
-    quote(&b, v);
+    labels_quote(&b, v);
     base_buf_puts(&b, post);
     base_errf(err, errlen, code, "%s", b.data ? b.data : pre);
     base_buf_free(&b);
@@ -226,9 +222,9 @@ int sc__populate(const cfg_scrape *c, const labels_set *in, labels_set **ret, la
         base_buf m;
         base_buf_init(&m, 0);
         base_buf_puts(&m, "scrape timeout cannot be greater than scrape interval (");
-        quote(&m, tos);
+        labels_quote(&m, tos);
         base_buf_puts(&m, " > ");
-        quote(&m, ivs);
+        labels_quote(&m, ivs);
         base_buf_puts(&m, ")");
         e = base_errf(err, errlen, BASE_E_INVAL, "%s", m.data ? m.data : "scrape timeout");
         base_buf_free(&m);
@@ -251,9 +247,9 @@ int sc__populate(const cfg_scrape *c, const labels_set *in, labels_set **ret, la
             base_buf m;
             base_buf_init(&m, 0);
             base_buf_puts(&m, "invalid label value for ");
-            quote(&m, ln);
+            labels_quote(&m, ln);
             base_buf_puts(&m, ": ");
-            quote(&m, lv);
+            labels_quote(&m, lv);
             e = base_errf(err, errlen, BASE_E_INVAL, "%s", m.data ? m.data : "invalid label value");
             base_buf_free(&m);
             goto out;
@@ -394,15 +390,11 @@ char *sc__target_url(const labels_set *tls, const cfg_scrape *c) {
 
 /* ---- settings snapshots -------------------------------------------------- */
 
-static char *dup0(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
 sc_pcfg *sc__pcfg_new(const cfg_scrape *c, char *err, size_t errlen) {
     sc_pcfg *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     atomic_init(&p->refs, 1);
-    p->job = dup0(c->job_name);
+    p->job = c->job_name ? strdup(c->job_name) : NULL;
     p->honor_labels = c->honor_labels;
     p->honor_timestamps = c->honor_timestamps;
     p->sample_limit = c->sample_limit;
@@ -410,23 +402,7 @@ sc_pcfg *sc__pcfg_new(const cfg_scrape *c, char *err, size_t errlen) {
     p->name_len_limit = c->label_name_length_limit;
     p->value_len_limit = c->label_value_length_limit;
     p->body_size_limit = c->body_size_limit;
-    const cfg_http *h = &c->http;
-    p->has_basic = h->has_basic_auth;
-    p->basic_user = dup0(h->basic_auth_username);
-    p->basic_pass = dup0(h->basic_auth_password);
-    p->basic_pass_file = dup0(h->basic_auth_password_file);
-    p->has_auth = h->has_authorization;
-    p->auth_type = dup0(h->auth_type ? h->auth_type : "Bearer");
-    p->auth_cred = dup0(h->auth_credentials);
-    p->auth_cred_file = dup0(h->auth_credentials_file);
-    p->ca_file = dup0(h->tls.ca_file);
-    p->cert_file = dup0(h->tls.cert_file);
-    p->key_file = dup0(h->tls.key_file);
-    p->server_name = dup0(h->tls.server_name);
-    p->proxy_url = dup0(h->proxy_url);
-    p->insecure = h->tls.insecure_skip_verify;
-    p->follow_redirects = h->follow_redirects;
-    int bad = !p->job || !p->auth_type;
+    int bad = !p->job || cfg_http_copy(&p->http, &c->http);
     if (!bad && c->nmetric_relabel) {
         p->mrelabel = calloc(c->nmetric_relabel, sizeof *p->mrelabel);
         if (!p->mrelabel) bad = 1;
@@ -452,17 +428,7 @@ sc_pcfg *sc__pcfg_ref(sc_pcfg *p) {
 void sc__pcfg_unref(sc_pcfg *p) {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1) return;
     free(p->job);
-    free(p->basic_user);
-    free(p->basic_pass);
-    free(p->basic_pass_file);
-    free(p->auth_type);
-    free(p->auth_cred);
-    free(p->auth_cred_file);
-    free(p->ca_file);
-    free(p->cert_file);
-    free(p->key_file);
-    free(p->server_name);
-    free(p->proxy_url);
+    cfg_http_clear(&p->http);
     for (size_t i = 0; i < p->nmrelabel; i++) relabel_rule_clear(&p->mrelabel[i]);
     free(p->mrelabel);
     free(p);
