@@ -5,7 +5,7 @@ A throwaway CA, a server certificate for 127.0.0.1 and a client certificate
 are made with the openssl command in a temp directory. Two fixture servers
 (tests/lib/fixture_targets.py) serve HTTPS on loopback: one with the server
 certificate only, one that also requires a client certificate from the CA.
-One kelvin server scrapes them every 500 ms with one job per case:
+One kelvin server scrapes them every second with one job per case:
   ca          scheme https, tls_config.ca_file            -> up, body stored
   no_ca       scheme https, no CA (the system's store)    -> down, a certificate error
   insecure    scheme https, insecure_skip_verify: true    -> up
@@ -67,7 +67,7 @@ def config(d, plain, mtls):
                 f"    tls_config: {{{tls}}}\n{extra}    static_configs:\n      - targets: ['{addr}']\n")
     ca = f"ca_file: {d}/ca.crt"
     cli = f"{ca}, cert_file: {d}/cli.crt, key_file: {d}/cli.key"
-    return ("global:\n  scrape_interval: 500ms\n  scrape_timeout: 400ms\nscrape_configs:\n"
+    return ("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n"
             + job("ca", plain, "m", ca)
             + job("no_ca", plain, "m", "")
             + job("insecure", plain, "m", "insecure_skip_verify: true")
