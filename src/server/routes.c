@@ -36,23 +36,6 @@ static const char landing[] =
     "<li><a href=\"api/v1/status/config\">configuration</a> (JSON)</li>"
     "<li><a href=\"metrics\">the server's own metrics</a></li></ul></body></html>\n";
 
-/* Hands a built buffer to the response (or a 500 when it overflowed). */
-static void respond_buf(http_response *resp, int status, const char *ct, base_buf *b) {
-    if (base_buf_err(b)) {
-        base_buf_free(b);
-        http_respond_text(resp, 500, "out of memory\n");
-        return;
-    }
-    size_t len;
-    char *data = base_buf_steal(b, &len);
-    resp->status = status;
-    resp->content_type = ct;
-    resp->body = data ? data : "";
-    resp->len = len;
-    resp->free_fn = data ? free : NULL;
-    resp->free_arg = data;
-}
-
 static void api_error(http_response *resp, int status, const char *type, const char *msg) {
     base_buf b;
     base_buf_init(&b, 0);
@@ -61,7 +44,7 @@ static void api_error(http_response *resp, int status, const char *type, const c
     base_buf_puts(&b, ",\"error\":");
     base_buf_json_str(&b, msg, strlen(msg));
     base_buf_puts(&b, "}");
-    respond_buf(resp, status, CT_JSON, &b);
+    http_respond_buf(resp, status, CT_JSON, &b);
 }
 
 static int is_get(const http_request *req) {
@@ -179,7 +162,7 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
     expo_mset *sets[1] = {&ms};
     if (ms.err || expo_write(sets, 1, fmt, &b) != 0) base_buf_free(&b), b.err = BASE_E_NOMEM;
     expo_mset_free(&ms);
-    respond_buf(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT, &b);
+    http_respond_buf(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT, &b);
 }
 
 /* ---- API ----------------------------------------------------------------- */
@@ -203,7 +186,7 @@ static void api_config(server *s, http_response *resp) {
         base_buf_puts(&b, "\"\"");
     base_buf_puts(&b, "}}");
     pthread_rwlock_unlock(&s->cfg_lock);
-    respond_buf(resp, 200, CT_JSON, &b);
+    http_respond_buf(resp, 200, CT_JSON, &b);
 }
 
 static void api(server *s, const http_request *req, http_response *resp) {
@@ -223,7 +206,7 @@ static void api(server *s, const http_request *req, http_response *resp) {
     if (strcmp(p, "/targets") == 0) {
         const char *state = http_request_arg(req, "state");
         if (scrape_manager_targets_json(s->scrape, state, &b) != 0) b.err = BASE_E_NOMEM;
-        respond_buf(resp, 200, CT_JSON, &b);
+        http_respond_buf(resp, 200, CT_JSON, &b);
     } else if (strcmp(p, "/targets/metadata") == 0) {
         long limit = arg_limit(req, &bad);
         if (bad) {
@@ -247,7 +230,7 @@ static void api(server *s, const http_request *req, http_response *resp) {
         }
         if (rc) b.err = rc;
         base_buf_puts(&b, "}");
-        respond_buf(resp, 200, CT_JSON, &b);
+        http_respond_buf(resp, 200, CT_JSON, &b);
     } else if (strcmp(p, "/metadata") == 0) {
         long limit = arg_limit(req, &bad);
         if (bad) {
@@ -259,7 +242,7 @@ static void api(server *s, const http_request *req, http_response *resp) {
         if (scrape_manager_metric_metadata_json(s->scrape, http_request_arg(req, "metric"), limit, &b) != 0)
             b.err = BASE_E_NOMEM;
         base_buf_puts(&b, "}");
-        respond_buf(resp, 200, CT_JSON, &b);
+        http_respond_buf(resp, 200, CT_JSON, &b);
     } else if (strcmp(p, "/status/config") == 0) {
         base_buf_free(&b);
         api_config(s, resp);
@@ -267,7 +250,7 @@ static void api(server *s, const http_request *req, http_response *resp) {
         base_buf_puts(&b, "{\"status\":\"success\",\"data\":{\"version\":\"" KELVIN_VERSION
                           "\",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\","
                           "\"goVersion\":\"\"}}");
-        respond_buf(resp, 200, CT_JSON, &b);
+        http_respond_buf(resp, 200, CT_JSON, &b);
     } else {
         base_buf_free(&b);
         api_error(resp, 404, "not_found", "unknown API endpoint");

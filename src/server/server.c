@@ -64,11 +64,10 @@ static int load_config(server *s, cfg_config **ret, char *err, size_t errlen) {
     return cfg_load_file(s->flags.config_file, ret, err, errlen);
 }
 
-int server__reload(server *s, char *err, size_t errlen) {
-    pthread_mutex_lock(&s->reload_mu);
-    cfg_config *c = NULL;
-    int64_t t0 = base_mono_ns();
-    int rc = load_config(s, &c, err, errlen);
+/* Runs a configuration (loaded by the caller, or NULL after a failed load,
+ * whose rc is passed on): the reload_mu critical section of a reload. Takes
+ * ownership of c. */
+static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err, size_t errlen) {
     if (rc == 0 && (rc = scrape_manager_apply(s->scrape, c, err, errlen)) == 0)
         rc = disc_manager_apply(s->disc, c, err, errlen);
     if (rc != 0) {
@@ -84,7 +83,6 @@ int server__reload(server *s, char *err, size_t errlen) {
         s->reload_ok = 0;
         s->reload_failures++;
         base_log(BASE_LOG_ERROR, "Error loading config", "file", s->config_name, "err", err, NULL);
-        pthread_mutex_unlock(&s->reload_mu);
         return rc;
     }
     cfg_config *old = s->cfg;
@@ -100,8 +98,17 @@ int server__reload(server *s, char *err, size_t errlen) {
     snprintf(jobs, sizeof jobs, "%zu", c->nscrapes);
     base_log(BASE_LOG_INFO, "Completed loading of configuration file", "filename", s->config_name, "jobs",
              jobs, "totalDuration", dur, NULL);
-    pthread_mutex_unlock(&s->reload_mu);
     return 0;
+}
+
+int server__reload(server *s, char *err, size_t errlen) {
+    pthread_mutex_lock(&s->reload_mu);
+    int64_t t0 = base_mono_ns();
+    cfg_config *c = NULL;
+    int rc = load_config(s, &c, err, errlen);
+    rc = apply_config(s, c, rc, t0, err, errlen);
+    pthread_mutex_unlock(&s->reload_mu);
+    return rc;
 }
 
 static void on_bad_block(void *ctx, const char *dir, const char *msg) {
@@ -182,7 +189,10 @@ int server_main(int argc, char **argv) {
         base_log(BASE_LOG_ERROR, "Error loading config", "file", s.config_name, "err", err, NULL);
         return 1;
     }
-    cfg_free(first);
+    if (s.use_embedded) { /* names the port, which is known once HTTP is bound: loaded again then */
+        cfg_free(first);
+        first = NULL;
+    }
     if (s.use_embedded)
         base_log(BASE_LOG_WARN,
                  "no prometheus.yml here and no --config.file: using the embedded default "
@@ -237,7 +247,15 @@ int server_main(int argc, char **argv) {
         base_log(BASE_LOG_ERROR, "cannot start service discovery", "err", err, NULL);
         goto out;
     }
-    if (server__reload(&s, err, sizeof err) != 0) goto out;
+    {
+        pthread_mutex_lock(&s.reload_mu);
+        int64_t t1 = base_mono_ns();
+        rc = first ? 0 : load_config(&s, &first, err, sizeof err);
+        rc = apply_config(&s, first, rc, t1, err, sizeof err);
+        first = NULL; /* apply_config owns it */
+        pthread_mutex_unlock(&s.reload_mu);
+        if (rc != 0) goto out;
+    }
     s.ready = 1;
     {
         char port[16];
@@ -269,6 +287,7 @@ out:
         base_log(BASE_LOG_ERROR, "closing the TSDB failed", NULL);
         exit_code = 1;
     }
+    cfg_free(first); /* when start-up failed before running it */
     cfg_free(s.cfg);
     pthread_rwlock_destroy(&s.cfg_lock);
     pthread_mutex_destroy(&s.reload_mu);
