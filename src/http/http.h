@@ -52,6 +52,7 @@ typedef struct http_server_opts {
     unsigned threads;           /* 0 = 2 */
     unsigned timeout_s;         /* idle connection timeout, 0 = 30 */
     unsigned max_connections;   /* connections served at once, 0 = 256 */
+    const char *web_config_file; /* Prometheus web-config (TLS, basic auth), NULL: plain HTTP, no auth */
 } http_server_opts;
 
 /* Binds and starts serving. On error returns a negative BASE_E_* code and a

@@ -1,0 +1,109 @@
+/* func.h -- the arithmetic of PromQL's functions and aggregations, as
+ * Prometheus 2.42 does it (promql/functions.go, promql/quantile.go,
+ * promql/engine.go's aggregation), to the last bit where the Go code's
+ * order of operations decides it. Pure functions over numbers and label
+ * sets: the evaluator (eval*.c) chooses the samples, the steps, the
+ * windows and the output labels; func*.c computes.
+ *
+ * Nothing here allocates except the label functions and the scratch of
+ * quantiles (which sorts in place).
+ */
+#ifndef KELVIN_PROMQL_FUNC_H
+#define KELVIN_PROMQL_FUNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "labels/labels.h"
+#include "promql/ast.h"
+
+/* ---- element-wise functions ------------------------------------------------ */
+
+/* Instant-vector functions that map one value to one value: abs, ceil,
+ * floor, exp, sqrt, ln, log2, log10, sgn, the trig functions, deg, rad,
+ * round (args[0]: to_nearest, default 1 when nargs == 0), clamp (args:
+ * min, max), clamp_max (max), clamp_min (min), and the date functions
+ * (v: Unix seconds; days_in_month, day_of_month, day_of_week,
+ * day_of_year, hour, minute, month, year; UTC). Returns 1 and *ret, or 0
+ * when the sample is dropped (clamp with min > max drops every sample,
+ * as 2.42). Other ids: 0. */
+int pq_fn_elem(pq_func_id id, double v, const double *args, size_t nargs, double *ret);
+
+/* ---- range-vector functions -------------------------------------------------- */
+
+/* The functions over one series' samples in one window: rate, increase,
+ * delta (extrapolated, 2.42's extrapolatedRate), irate, idelta, deriv,
+ * predict_linear (args[0]: seconds ahead), holt_winters (args[0]: sf,
+ * args[1]: tf; checked first with pq_fn_range_check), resets, changes,
+ * *_over_time (avg, min, max, sum,
+ * count, last, present, stddev, stdvar, quantile (args[0]: q)).
+ * Samples t[0..n) (ms, ascending, no stale markers) are those of the
+ * window; range_start_ms and range_end_ms are the window's bounds as
+ * 2.42 computes them for extrapolation (step time - range - offset, step
+ * time - offset). Returns 1 and *ret, or 0 when the function gives no
+ * sample for this window (e.g. rate with fewer than 2 samples, n == 0).
+ * absent_over_time is the evaluator's (it needs the labels). */
+int pq_fn_range(pq_func_id id, const int64_t *t, const double *v, size_t n, int64_t range_start_ms,
+                int64_t range_end_ms, const double *args, size_t nargs, double *ret);
+
+/* Argument checks that fail the query, with 2.42's messages, e.g.
+ * holt_winters "invalid smoothing factor. Expected: 0 < sf < 1, got: %f".
+ * Returns 0 or BASE_E_INVAL with the message in err. */
+int pq_fn_range_check(pq_func_id id, const double *args, size_t nargs, char *err, size_t errlen);
+
+/* ---- quantiles ------------------------------------------------------------------ */
+
+/* 2.42's quantile(): q < 0 -> -Inf, q > 1 -> +Inf, NaN q -> NaN, n == 0 ->
+ * NaN; sorts vals in place; linear interpolation between ranks. */
+double pq_quantile(double q, double *vals, size_t n);
+
+/* One classic histogram bucket: the `le` bound and the cumulative count. */
+typedef struct pq_bucket {
+    double upper;
+    double count;
+} pq_bucket;
+/* 2.42's bucketQuantile(): sorts b in place by upper, coalesces equal
+ * bounds, forces monotonic counts, needs a +Inf bucket (else NaN),
+ * interpolates linearly inside the bucket (the first bucket from 0 when
+ * its bound is > 0). */
+double pq_bucket_quantile(double q, pq_bucket *b, size_t n);
+
+/* ---- aggregation arithmetic --------------------------------------------------------- */
+
+/* The per-group state of sum, avg, count, min, max, group, stddev and
+ * stdvar, updated in input order exactly as 2.42's aggregation() does
+ * (avg's incremental mean with its Inf handling, stddev/stdvar's running
+ * mean and sum of squares). */
+typedef struct pq_agg_acc {
+    double value;
+    double mean;
+    double count;
+    double m2;
+    int has_float;
+} pq_agg_acc;
+void pq_agg_init(pq_aggop op, pq_agg_acc *a, double first);
+void pq_agg_add(pq_aggop op, pq_agg_acc *a, double v);
+double pq_agg_result(pq_aggop op, const pq_agg_acc *a);
+
+/* ---- binary operators ------------------------------------------------------------------ */
+
+/* 2.42's vectorElemBinop / scalarBinop for arithmetic and comparison
+ * operators: *ret is the result; for comparisons the return value says
+ * whether the comparison holds (the evaluator keeps or drops, or with
+ * `bool` turns it into 1/0). Arithmetic: returns 1. */
+int pq_binop_apply(pq_binop op, double lhs, double rhs, double *ret);
+
+/* ---- label functions ------------------------------------------------------------------------ */
+
+/* label_replace(v, dst, replacement, src, regex) on one series' labels:
+ * *ret is a new reference (the same set when unchanged). The regex is
+ * anchored as 2.42 anchors it (the caller compiles "^(?:re)$" once with
+ * pq_label_regex_compile). Errors: BASE_E_INVAL with 2.42's message. */
+int pq_label_regex_compile(const char *re, size_t n, labels_regex **ret, char *err, size_t errlen);
+int pq_fn_label_replace(const labels_set *in, const char *dst, const char *repl, const char *src,
+                        const labels_regex *re, labels_set **ret, char *err, size_t errlen);
+/* label_join(v, dst, sep, src...). */
+int pq_fn_label_join(const labels_set *in, const char *dst, const char *sep, const char *const *srcs,
+                     size_t nsrcs, labels_set **ret, char *err, size_t errlen);
+
+#endif
