@@ -7,6 +7,13 @@
  *
  * Nothing here allocates except the label functions and the scratch of
  * quantiles (which sorts in place).
+ *
+ * What the 2.42 binary does, checked against it (promtool test rules):
+ * {sum,avg,stddev,stdvar}_over_time and deriv/predict_linear's linear
+ * regression use Kahan-Neumaier compensated sums; the aggregations (sum,
+ * avg, stddev, stdvar) do not. The aggregations' results depend on the
+ * order of their inputs: 2.42 feeds them in the order Select(sortSeries =
+ * false) returns series (head: series-ref order), then in input order.
  */
 #ifndef KELVIN_PROMQL_FUNC_H
 #define KELVIN_PROMQL_FUNC_H
@@ -24,9 +31,12 @@
  * round (args[0]: to_nearest, default 1 when nargs == 0), clamp (args:
  * min, max), clamp_max (max), clamp_min (min), and the date functions
  * (v: Unix seconds; days_in_month, day_of_month, day_of_week,
- * day_of_year, hour, minute, month, year; UTC). Returns 1 and *ret, or 0
- * when the sample is dropped (clamp with min > max drops every sample,
- * as 2.42). Other ids: 0. */
+ * day_of_year, hour, minute, month, year; UTC, as Go's time.Unix(int64(v),
+ * 0).UTC() on amd64: NaN, +-Inf and out-of-range v become INT64_MIN
+ * seconds; called without an argument 2.42 uses time.Unix(eval_ms / 1000,
+ * 0), so pass (double)(eval_ms / 1000)). Returns 1 and *ret, or 0 when the
+ * sample is dropped (clamp with max < min drops every sample, as 2.42).
+ * Other ids: 0. */
 int pq_fn_elem(pq_func_id id, double v, const double *args, size_t nargs, double *ret);
 
 /* ---- range-vector functions -------------------------------------------------- */
@@ -40,14 +50,21 @@ int pq_fn_elem(pq_func_id id, double v, const double *args, size_t nargs, double
  * Samples t[0..n) (ms, ascending, no stale markers) are those of the
  * window; range_start_ms and range_end_ms are the window's bounds as
  * 2.42 computes them for extrapolation (step time - range - offset, step
- * time - offset). Returns 1 and *ret, or 0 when the function gives no
- * sample for this window (e.g. rate with fewer than 2 samples, n == 0).
- * absent_over_time is the evaluator's (it needs the labels). */
+ * time - offset; rate's per-second divisor is (range_end_ms -
+ * range_start_ms) as Go's Duration.Seconds()); eval_ms is the step's
+ * evaluation time (2.42's enh.Ts: predict_linear's intercept time, which
+ * differs from range_end_ms by the offset and under @). Returns 1 and
+ * *ret, or 0 when the function gives no sample for this window (e.g. rate
+ * with fewer than 2 samples, n == 0), or BASE_E_NOMEM (quantile_over_time
+ * copies the values to sort them). absent_over_time is the evaluator's
+ * (it needs the labels). */
 int pq_fn_range(pq_func_id id, const int64_t *t, const double *v, size_t n, int64_t range_start_ms,
-                int64_t range_end_ms, const double *args, size_t nargs, double *ret);
+                int64_t range_end_ms, int64_t eval_ms, const double *args, size_t nargs, double *ret);
 
 /* Argument checks that fail the query, with 2.42's messages, e.g.
- * holt_winters "invalid smoothing factor. Expected: 0 < sf < 1, got: %f".
+ * holt_winters "invalid smoothing factor. Expected: 0 < sf < 1, got: %f"
+ * (NaN passes, as in Go). 2.42 checks inside the function, so only for a
+ * series whose window has samples: call it before pq_fn_range with n >= 1.
  * Returns 0 or BASE_E_INVAL with the message in err. */
 int pq_fn_range_check(pq_func_id id, const double *args, size_t nargs, char *err, size_t errlen);
 
@@ -98,7 +115,16 @@ int pq_binop_apply(pq_binop op, double lhs, double rhs, double *ret);
 /* label_replace(v, dst, replacement, src, regex) on one series' labels:
  * *ret is a new reference (the same set when unchanged). The regex is
  * anchored as 2.42 anchors it (the caller compiles "^(?:re)$" once with
- * pq_label_regex_compile). Errors: BASE_E_INVAL with 2.42's message. */
+ * pq_label_regex_compile). Errors: BASE_E_INVAL with 2.42's message.
+ *
+ * 2.42 checks the arguments when the function is called, even on an empty
+ * vector, so per step (or once per query) the evaluator calls:
+ * label_replace: pq_label_regex_compile, then pq_fn_label_check;
+ * label_join: pq_fn_label_check. It checks what 2.42 checks, in its order
+ * (label_join: each source name, then the destination; label_replace: the
+ * destination) and returns 0 or BASE_E_INVAL with 2.42's message. */
+int pq_fn_label_check(pq_func_id id, const char *dst, const char *const *srcs, size_t nsrcs, char *err,
+                      size_t errlen);
 int pq_label_regex_compile(const char *re, size_t n, labels_regex **ret, char *err, size_t errlen);
 int pq_fn_label_replace(const labels_set *in, const char *dst, const char *repl, const char *src,
                         const labels_regex *re, labels_set **ret, char *err, size_t errlen);
