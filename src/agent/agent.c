@@ -34,7 +34,7 @@
 #include "http/http.h"
 
 typedef struct agent_cfg {
-    const char *listen, *telemetry_path, *log_level, *log_format;
+    const char *listen, *telemetry_path, *log_level, *log_format, *web_config_file;
     int64_t interval_ms, host_interval_ms;
     const char *nvml_library, *simulate, *simulate_model, *counters_file, *kmsg_path;
     int64_t simulate_count;
@@ -141,6 +141,7 @@ int agent_main(int argc, char **argv) {
     *cfg = (agent_cfg){
         .listen = ":9400",
         .telemetry_path = "/metrics",
+        .web_config_file = "",
         .log_level = "info",
         .log_format = "logfmt",
         .interval_ms = 1000,
@@ -163,6 +164,9 @@ int agent_main(int argc, char **argv) {
         {"web.listen-address", BASE_FLAG_STRING, &cfg->listen,
          "Address on which to expose metrics and the push API."},
         {"web.telemetry-path", BASE_FLAG_STRING, &cfg->telemetry_path, "Path under which to expose metrics."},
+        {"web.config.file", BASE_FLAG_STRING, &cfg->web_config_file,
+         "Path to a configuration file that can enable TLS or authentication (Prometheus's web config); "
+         "read again when it changes, but turning TLS on or off needs a restart."},
         {"log.level", BASE_FLAG_STRING, &cfg->log_level,
          "Only log messages with the given severity or above: debug, info, warn, error."},
         {"log.format", BASE_FLAG_STRING, &cfg->log_format, "Output format of log messages: logfmt or json."},
@@ -310,8 +314,10 @@ int agent_main(int argc, char **argv) {
     }
     if (agent_core_start(app.core, 2000) != 0) goto out;
 
-    http_server_opts hs = {
-        .listen_address = cfg->listen, .max_body = (size_t)cfg->push_max_body, .threads = 2};
+    http_server_opts hs = {.listen_address = cfg->listen,
+                           .max_body = (size_t)cfg->push_max_body,
+                           .threads = 2,
+                           .web_config_file = *cfg->web_config_file ? cfg->web_config_file : NULL};
     if ((rc = http_server_start(&hs, handle, &app, &http, err, sizeof err)) != 0) {
         base_log(BASE_LOG_ERROR, "cannot serve HTTP", "err", err, NULL);
         goto out;

@@ -8,6 +8,16 @@
  * over is released through the response's free callback once sent, so a
  * refcounted snapshot can be served without copying.
  *
+ * With web_config_file (Prometheus's --web.config.file, see webcfg.h) the
+ * server does what exporter-toolkit does for Prometheus: TLS (GnuTLS through
+ * libmicrohttpd) with optional client certificates, basic auth against
+ * bcrypt hashes (401 before any handler runs) and extra response headers.
+ * The file is read again when it (or a certificate, key or CA file it
+ * names) changes, checked on every request and new connection; a broken
+ * file keeps the last good config (logged once), and turning TLS on or off
+ * needs a restart. A file that does not validate at start fails
+ * http_server_start() with exporter-toolkit's message.
+ *
  * Thread-safety: the handler runs on several server threads at once.
  */
 #ifndef KELVIN_HTTP_HTTP_H
@@ -47,11 +57,11 @@ typedef void (*http_handler)(void *ctx, const http_request *req, http_response *
 typedef struct http_server http_server;
 
 typedef struct http_server_opts {
-    const char *listen_address; /* ":9400", "127.0.0.1:9400", "[::1]:0" */
-    size_t max_body;            /* bytes; larger uploads get 413 */
-    unsigned threads;           /* 0 = 2 */
-    unsigned timeout_s;         /* idle connection timeout, 0 = 30 */
-    unsigned max_connections;   /* connections served at once, 0 = 256 */
+    const char *listen_address;  /* ":9400", "127.0.0.1:9400", "[::1]:0" */
+    size_t max_body;             /* bytes; larger uploads get 413 */
+    unsigned threads;            /* 0 = 2 */
+    unsigned timeout_s;          /* idle connection timeout, 0 = 30 */
+    unsigned max_connections;    /* connections served at once, 0 = 256 */
     const char *web_config_file; /* Prometheus web-config (TLS, basic auth), NULL: plain HTTP, no auth */
 } http_server_opts;
 

@@ -1,4 +1,5 @@
-/* check.c -- `kelvin check config FILE...`, promtool 2.42's `check config`.
+/* check.c -- `kelvin check config FILE...`, promtool 2.42's `check config`,
+ * and `kelvin check web-config FILE...`, its `check web-config` (below).
  *
  * For each file, as promtool's checkConfig does: print "Checking FILE",
  * load it with cfg_load_file (every syntax and semantic check), then,
@@ -31,6 +32,7 @@
 #include "base/err.h"
 #include "base/str.h"
 #include "config/config.h"
+#include "http/webcfg.h"
 #include "labels/labels.h"
 #include "relabel/relabel.h"
 #include "tools/tools.h"
@@ -298,13 +300,86 @@ static void usage(FILE *out) {
             "      --lint-fatal   Accepted for promtool compatibility\n");
 }
 
+static void usage_web(FILE *out) {
+    fprintf(out, "usage: kelvin check web-config <web-config-files>...\n\n"
+                 "Check if the web config files are valid or not.\n\n"
+                 "Args:\n"
+                 "  <web-config-files>  The config files to check.\n");
+}
+
+/* `kelvin check web-config FILE...`: promtool's checkWebConfig. Every
+ * argument must name an existing file (kingpin's ExistingFiles, checked
+ * before anything runs); then each file is validated as exporter-toolkit's
+ * web.Validate does and "FILE SUCCESS" or "FILE FAILED: why" goes to
+ * stderr. Exit 0 when all are valid, 1 when one is not, 2 for bad usage
+ * (a missing, unknown or directory argument: promtool's kingpin says 1). */
+static int check_web_config(int argc, char **argv) {
+    int nfiles = 0, dashdash = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && strcmp(a, "--") == 0) {
+            dashdash = 1;
+        } else if (!dashdash && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            usage_web(stdout);
+            return 0;
+        } else if (!dashdash && a[0] == '-' && a[1]) {
+            fprintf(stderr, "kelvin check web-config: error: unknown long flag '%s', try --help\n", a);
+            return 2;
+        } else {
+            struct stat st;
+            if (stat(a, &st) != 0) {
+                fprintf(stderr, "kelvin check web-config: error: path '%s' does not exist, try --help\n", a);
+                return 2;
+            }
+            if (S_ISDIR(st.st_mode)) {
+                /* kingpin names the directory by its base name */
+                size_t n = strlen(a);
+                while (n > 1 && a[n - 1] == '/') n--;
+                size_t b = n;
+                while (b > 0 && a[b - 1] != '/') b--;
+                fprintf(stderr, "kelvin check web-config: error: '%.*s' is a directory, try --help\n",
+                        (int)(n - b), a + b);
+                return 2;
+            }
+            nfiles++;
+        }
+    }
+    if (nfiles == 0) {
+        fprintf(stderr, "kelvin check web-config: error: required argument 'web-config-files' not provided, "
+                        "try --help\n");
+        return 2;
+    }
+    int failed = 0;
+    dashdash = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i];
+        if (!dashdash && strcmp(f, "--") == 0) {
+            dashdash = 1;
+            continue;
+        }
+        char why[4096];
+        http_webcfg *c = NULL;
+        if (http_webcfg_load(f, &c, why, sizeof why) != 0) {
+            fprintf(stderr, "%s FAILED: %s\n", f, why);
+            failed = 1;
+        } else {
+            fprintf(stderr, "%s SUCCESS\n", f);
+        }
+        http_webcfg_free(c);
+    }
+    return failed ? 1 : 0;
+}
+
 int tools_check_main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "web-config") == 0) return check_web_config(argc, argv);
     if (argc < 2 || strcmp(argv[1], "config") != 0) {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             usage(stdout);
+            usage_web(stdout);
             return 0;
         }
-        fprintf(stderr, "kelvin check: unknown or missing subcommand (only `config` exists), try --help\n");
+        fprintf(stderr,
+                "kelvin check: unknown or missing subcommand (`config` or `web-config`), try --help\n");
         return 2;
     }
     int syntax_only = 0, nfiles = 0, dashdash = 0;

@@ -138,4 +138,9 @@ int tools_tsdb_analyze(tsdb_block *b, size_t limit, int extended, FILE *out, cha
  * argv[0] is "check". */
 int tools_check_main(int argc, char **argv);
 
+/* `kelvin query [range] EXPR`: PromQL against a server's HTTP API, printed
+ * as a table or as the API's JSON, with promtool query's errors and exit
+ * codes (query.c). */
+int tools_query_main(int argc, char **argv);
+
 #endif
