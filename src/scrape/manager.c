@@ -681,7 +681,7 @@ int scrape_manager_metric_metadata_json(scrape_manager *m, const char *metric, l
                 }
                 capall = nc;
             }
-            memcpy(all + nall, rows, n * sizeof *rows);
+            if (n) memcpy(all + nall, rows, n * sizeof *rows);
             if (n) memcpy(allmem + nall, mem, n * sizeof *mem);
             nall += n;
             free(rows);

@@ -4,12 +4,10 @@
  *   GET  /-/healthy, /-/ready (503 until the first configuration runs)
  *   POST|PUT /-/reload, /-/quit  (403 "Lifecycle API is not enabled." without
  *        --web.enable-lifecycle)
- *   GET  /api/v1/targets?state=, /api/v1/targets/metadata, /api/v1/metadata,
- *        /api/v1/status/config, /api/v1/status/buildinfo
+ *   /api/v1/...  Prometheus's HTTP API (api.c)
  *   GET  /metrics (text 0.0.4 or OpenMetrics by Accept)
  *   GET  / (links)
- * API errors use the API's envelope: {"status":"error","errorType":...,
- * "error":...}. Handlers run on libmicrohttpd's threads, several at once.
+ * Handlers run on libmicrohttpd's threads, several at once.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -26,8 +24,6 @@
 #include "expo/expo.h"
 #include "server/server_int.h"
 
-#define CT_JSON "application/json"
-
 static const char landing[] =
     "<!doctype html><html><head><title>Kelvin</title></head><body>"
     "<h1>Kelvin server</h1><p>Prometheus-compatible scraping and storage for GPU clusters.</p><ul>"
@@ -35,17 +31,6 @@ static const char landing[] =
     "<li><a href=\"api/v1/targets/metadata\">target metadata</a> (JSON)</li>"
     "<li><a href=\"api/v1/status/config\">configuration</a> (JSON)</li>"
     "<li><a href=\"metrics\">the server's own metrics</a></li></ul></body></html>\n";
-
-static void api_error(http_response *resp, int status, const char *type, const char *msg) {
-    base_buf b;
-    base_buf_init(&b, 0);
-    base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":");
-    base_buf_json_str(&b, type, strlen(type));
-    base_buf_puts(&b, ",\"error\":");
-    base_buf_json_str(&b, msg, strlen(msg));
-    base_buf_puts(&b, "}");
-    http_respond_buf(resp, status, CT_JSON, &b);
-}
 
 static int is_get(const http_request *req) {
     return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
@@ -138,6 +123,21 @@ static void disc_metrics(server *s, expo_mset *ms) {
         "Targets found by service discovery (before relabeling).", NULL, (double)ds.targets);
 }
 
+static void engine_metrics(server *s, expo_mset *ms) {
+    promql_engine_stats es;
+    promql_engine_stats_get(s->engine, &es);
+    add(ms, "kelvin_engine_queries", EXPO_GAUGE, "Queries being evaluated.", NULL, (double)es.running);
+    add(ms, "kelvin_engine_queries_waiting", EXPO_GAUGE,
+        "Queries waiting for a slot (--query.max-concurrency).", NULL, (double)es.waiting);
+    add(ms, "kelvin_engine_queries_concurrent_max", EXPO_GAUGE, "Queries evaluated at once at most.", NULL,
+        (double)s->flags.query_max_concurrency);
+    add(ms, "kelvin_engine_queries_total", EXPO_COUNTER, "Queries evaluated.", NULL, (double)es.queries);
+    add(ms, "kelvin_engine_queries_failed_total", EXPO_COUNTER, "Queries that failed.", NULL,
+        (double)es.queries_failed);
+    add(ms, "kelvin_engine_queries_timed_out_total", EXPO_COUNTER, "Queries that ran past their timeout.",
+        NULL, (double)es.queries_timed_out);
+}
+
 static void self_metrics(server *s, const http_request *req, http_response *resp) {
     expo_mset ms;
     expo_mset_init(&ms);
@@ -152,6 +152,7 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
     add(&ms, "kelvin_config_reload_failures_total", EXPO_COUNTER, "Configuration loads that failed.", NULL,
         (double)s->reload_failures);
     if (s->db) tsdb_metrics(s, &ms);
+    if (s->engine) engine_metrics(s, &ms);
     if (s->ready) {
         scrape_manager_metrics(s->scrape, &ms);
         disc_metrics(s, &ms);
@@ -163,98 +164,6 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
     if (ms.err || expo_write(sets, 1, fmt, &b) != 0) base_buf_free(&b), b.err = BASE_E_NOMEM;
     expo_mset_free(&ms);
     http_respond_buf(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT, &b);
-}
-
-/* ---- API ----------------------------------------------------------------- */
-
-static long arg_limit(const http_request *req, int *bad) {
-    const char *l = http_request_arg(req, "limit");
-    int64_t v = -1;
-    *bad = 0;
-    if (l && *l && base_parse_i64(l, strlen(l), &v) != 0) *bad = 1;
-    return (long)v;
-}
-
-static void api_config(server *s, http_response *resp) {
-    base_buf b;
-    base_buf_init(&b, 0);
-    pthread_rwlock_rdlock(&s->cfg_lock);
-    base_buf_puts(&b, "{\"status\":\"success\",\"data\":{\"yaml\":");
-    if (s->cfg)
-        base_buf_json_str(&b, s->cfg->text, s->cfg->text_len);
-    else
-        base_buf_puts(&b, "\"\"");
-    base_buf_puts(&b, "}}");
-    pthread_rwlock_unlock(&s->cfg_lock);
-    http_respond_buf(resp, 200, CT_JSON, &b);
-}
-
-static void api(server *s, const http_request *req, http_response *resp) {
-    const char *p = req->path + 7; /* after /api/v1 */
-    if (!is_get(req) && !(is_post(req) && strcmp(p, "/status/config") != 0)) {
-        api_error(resp, 405, "bad_data", "method not allowed");
-        return;
-    }
-    if (!s->ready) {
-        api_error(resp, 503, "unavailable", "Service Unavailable");
-        return;
-    }
-    base_buf b;
-    base_buf_init(&b, 0);
-    char err[512] = "";
-    int bad = 0;
-    if (strcmp(p, "/targets") == 0) {
-        const char *state = http_request_arg(req, "state");
-        if (scrape_manager_targets_json(s->scrape, state, &b) != 0) b.err = BASE_E_NOMEM;
-        http_respond_buf(resp, 200, CT_JSON, &b);
-    } else if (strcmp(p, "/targets/metadata") == 0) {
-        long limit = arg_limit(req, &bad);
-        if (bad) {
-            base_buf_free(&b);
-            api_error(resp, 400, "bad_data", "limit must be a number");
-            return;
-        }
-        base_buf_puts(&b, "{\"status\":\"success\",\"data\":");
-        size_t at = b.len;
-        int rc = scrape_manager_metadata_json(s->scrape, http_request_arg(req, "match_target"),
-                                              http_request_arg(req, "metric"), limit, &b, err, sizeof err);
-        if (rc == BASE_E_INVAL) {
-            base_buf_free(&b);
-            api_error(resp, 400, "bad_data", err);
-            return;
-        }
-        if (rc == 0 && b.len - at == 2 && memcmp(b.data + at, "[]", 2) == 0) {
-            base_buf_free(&b); /* 2.42: nothing matched is an error */
-            api_error(resp, 404, "not_found", "specified metadata not found");
-            return;
-        }
-        if (rc) b.err = rc;
-        base_buf_puts(&b, "}");
-        http_respond_buf(resp, 200, CT_JSON, &b);
-    } else if (strcmp(p, "/metadata") == 0) {
-        long limit = arg_limit(req, &bad);
-        if (bad) {
-            base_buf_free(&b);
-            api_error(resp, 400, "bad_data", "limit must be a number");
-            return;
-        }
-        base_buf_puts(&b, "{\"status\":\"success\",\"data\":");
-        if (scrape_manager_metric_metadata_json(s->scrape, http_request_arg(req, "metric"), limit, &b) != 0)
-            b.err = BASE_E_NOMEM;
-        base_buf_puts(&b, "}");
-        http_respond_buf(resp, 200, CT_JSON, &b);
-    } else if (strcmp(p, "/status/config") == 0) {
-        base_buf_free(&b);
-        api_config(s, resp);
-    } else if (strcmp(p, "/status/buildinfo") == 0) {
-        base_buf_puts(&b, "{\"status\":\"success\",\"data\":{\"version\":\"" KELVIN_VERSION
-                          "\",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\",\"buildDate\":\"\","
-                          "\"goVersion\":\"\"}}");
-        http_respond_buf(resp, 200, CT_JSON, &b);
-    } else {
-        base_buf_free(&b);
-        api_error(resp, 404, "not_found", "unknown API endpoint");
-    }
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -292,7 +201,7 @@ void server__handle(void *ctx, const http_request *req, http_response *resp) {
     server *s = ctx;
     const char *p = req->path;
     if (strncmp(p, "/api/v1/", 8) == 0) {
-        api(s, req, resp);
+        server__api(s, req, resp);
         return;
     }
     if (strcmp(p, "/-/reload") == 0 || strcmp(p, "/-/quit") == 0) {

@@ -1,10 +1,12 @@
 /* server.c -- `kelvin server`: flags, wiring, reload, lifecycle.
  *
- * Wiring: the TSDB is opened first (its WAL replayed), then the scrape
- * manager (which appends to the TSDB's head) and the discovery manager
- * (whose sink is scrape_manager_sync), then the configuration is applied,
- * then HTTP starts. Shutdown runs the other way: HTTP stops first, then
- * discovery, then scraping, then the TSDB closes (its WAL is complete).
+ * Wiring: the TSDB is opened first (its WAL replayed), then the PromQL
+ * engine over it and the API's timeout watchdog, then HTTP, then the
+ * scrape manager (which appends to the TSDB's head) and the discovery
+ * manager (whose sink is scrape_manager_sync), then the configuration is
+ * applied. Shutdown runs the other way: HTTP stops first (no request runs
+ * any more), then discovery, scraping, the watchdog and the engine, then
+ * the TSDB closes (its WAL is complete).
  *
  * Reload (SIGHUP, POST /-/reload): the new file is loaded and checked in
  * full before anything changes; a file that fails leaves the running
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -131,10 +134,17 @@ int server_main(int argc, char **argv) {
     f->log_level = "info";
     f->log_format = "logfmt";
     f->max_body = 64 << 20;
+    f->web_config_file = "";
+    promql_opts qo;
+    promql_opts_default(&qo);
+    f->lookback_ms = qo.lookback_ms;
+    f->query_timeout_ms = qo.timeout_ms;
+    f->query_max_concurrency = qo.max_concurrency;
+    f->query_max_samples = (int64_t)qo.max_samples;
     tsdb_db_flagvars tv;
     tsdb_db_flagvars_init(&tv);
 
-    base_flag flags[16 + TSDB_DB_NFLAGS] = {
+    base_flag flags[24 + TSDB_DB_NFLAGS] = {
         {"config.file", BASE_FLAG_STRING, &f->config_file,
          "Prometheus configuration file path. Without the flag and without a prometheus.yml here, an "
          "embedded configuration scrapes this server and a local agent on :9400."},
@@ -145,6 +155,19 @@ int server_main(int argc, char **argv) {
         {"web.enable-admin-api", BASE_FLAG_BOOL, &f->admin_api,
          "Enable API endpoints for admin control actions."},
         {"web.max-request-size", BASE_FLAG_SIZE, &f->max_body, "Largest request body accepted."},
+        {"web.config.file", BASE_FLAG_STRING, &f->web_config_file,
+         "[EXPERIMENTAL] Path to configuration file that can enable TLS or authentication."},
+        {"query.lookback-delta", BASE_FLAG_DURATION, &f->lookback_ms,
+         "The maximum lookback duration for retrieving metrics during expression evaluations and "
+         "federation."},
+        {"query.timeout", BASE_FLAG_DURATION, &f->query_timeout_ms,
+         "Maximum time a query may take before being aborted."},
+        {"query.max-concurrency", BASE_FLAG_INT, &f->query_max_concurrency,
+         "Maximum number of queries executed concurrently."},
+        {"query.max-samples", BASE_FLAG_INT, &f->query_max_samples,
+         "Maximum number of samples a single query can load into memory. Note that queries will fail if they "
+         "try to load more samples than this into memory, so this also limits the number of samples a query "
+         "can return."},
         {"scrape.threads", BASE_FLAG_INT, &f->scrape_threads,
          "Scraper threads (each drives many targets through libcurl's multi interface); 0: one per two "
          "cores."},
@@ -152,8 +175,10 @@ int server_main(int argc, char **argv) {
          "Only log messages with the given severity or above: debug, info, warn, error."},
         {"log.format", BASE_FLAG_STRING, &f->log_format, "Output format of log messages: logfmt or json."},
     };
-    size_t nflags = 8;
+    size_t nflags = 13;
     nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
+    s.flag_table = flags;
+    s.nflags = nflags;
 
     char err[1024] = "";
     int rc = base_flags_parse(flags, nflags, argc, argv, err, sizeof err);
@@ -177,6 +202,16 @@ int server_main(int argc, char **argv) {
         fprintf(stderr, "kelvin server: %s (see --help)\n", err);
         return 2;
     }
+    if (f->lookback_ms <= 0 || f->query_timeout_ms <= 0 || f->query_max_concurrency <= 0 ||
+        f->query_max_concurrency > 100000 || f->query_max_samples <= 0) {
+        fprintf(stderr, "kelvin server: --query.lookback-delta, --query.timeout, --query.max-concurrency and "
+                        "--query.max-samples must be positive (see --help)\n");
+        return 2;
+    }
+    qo.lookback_ms = f->lookback_ms;
+    qo.timeout_ms = f->query_timeout_ms;
+    qo.max_concurrency = (unsigned)f->query_max_concurrency;
+    qo.max_samples = (uint64_t)f->query_max_samples;
     dbo.on_bad_block = on_bad_block;
     struct stat st;
     s.use_embedded = f->config_file == default_config_file && stat(default_config_file, &st) != 0;
@@ -208,7 +243,14 @@ int server_main(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* every thread created below inherits this */
     pthread_mutex_init(&s.reload_mu, NULL);
     pthread_rwlock_init(&s.cfg_lock, NULL);
-    s.start_ms = base_unix_ms();
+    {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        s.start_sec = now.tv_sec;
+        s.start_nsec = now.tv_nsec;
+        s.start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        if (!getcwd(s.cwd, sizeof s.cwd)) s.cwd[0] = '\0';
+    }
 
     int exit_code = 1;
     tsdb_db_report rep;
@@ -229,8 +271,20 @@ int server_main(int argc, char **argv) {
         if (rep.first_error[0])
             base_log(BASE_LOG_WARN, "storage repaired at open", "first_problem", rep.first_error, NULL);
     }
+    s.dbo = dbo;
+    s.wal_corruptions = rep.wal.corruptions;
+    if ((rc = promql_engine_new(&qo, promql_storage_db(s.db), &s.engine)) != 0 ||
+        (rc = server__api_init(&s)) != 0) {
+        base_log(BASE_LOG_ERROR, "cannot start the query engine", "err", base_strerror(rc), NULL);
+        goto out;
+    }
 
-    http_server_opts hs = {.listen_address = f->listen, .max_body = (size_t)f->max_body, .threads = 4};
+    /* Queries run on the HTTP threads: enough of them that slow queries
+     * leave room for health checks and scrapes of /metrics. */
+    http_server_opts hs = {.listen_address = f->listen,
+                           .max_body = (size_t)f->max_body,
+                           .threads = 16,
+                           .web_config_file = f->web_config_file[0] ? f->web_config_file : NULL};
     if ((rc = http_server_start(&hs, server__handle, &s, &s.http, err, sizeof err)) != 0) {
         base_log(BASE_LOG_ERROR, "cannot serve HTTP", "err", err, NULL);
         goto out;
@@ -283,6 +337,8 @@ out:
     http_server_stop(s.http);
     disc_manager_free(s.disc);
     scrape_manager_free(s.scrape);
+    server__api_fini(&s);
+    if (s.engine) promql_engine_free(s.engine);
     if (s.db && tsdb_db_close(s.db) != 0) {
         base_log(BASE_LOG_ERROR, "closing the TSDB failed", NULL);
         exit_code = 1;

@@ -2,8 +2,10 @@
  *
  * The process: flags with Prometheus's names, the configuration (with
  * reload on SIGHUP and POST /-/reload), discovery feeding the scrape
- * manager, the TSDB, and the HTTP endpoints (/-/healthy, /-/ready,
- * /api/v1/targets, /api/v1/targets/metadata, /api/v1/metadata, /metrics).
+ * manager, the TSDB, the PromQL engine, and the HTTP endpoints (/-/healthy,
+ * /-/ready, /-/reload, /metrics and Prometheus 2.42's HTTP API under
+ * /api/v1/: query, query_range, series, labels, label values, metadata,
+ * targets, status, admin; see api.c).
  */
 #ifndef KELVIN_SERVER_SERVER_H
 #define KELVIN_SERVER_SERVER_H

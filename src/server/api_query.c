@@ -1,0 +1,455 @@
+/* api_query.c -- /api/v1/query, /api/v1/query_range, /api/v1/query_exemplars
+ * (Prometheus 2.42's api.query, api.queryRange, api.queryExemplars).
+ *
+ * ORDER OF CHECKS, as 2.42 makes them (each failure answers at once):
+ *   query:       time, timeout, the query's parse (`invalid parameter
+ *                "query": 1:3: parse error: ...`), then execution.
+ *   query_range: start, end, end before start, step, step <= 0, the
+ *                11,000-points limit ((end - start) / step in Go's
+ *                nanosecond durations, saturating), timeout, the parse
+ *                (bare message), the expression's type, then execution.
+ * A timeout of zero or less has already expired: 2.42's context is done
+ * before the engine starts, so the answer is `query timed out in query
+ * execution` (503). A step below one millisecond passes the checks in
+ * nanoseconds but is 0 in the engine's milliseconds; 2.42 then panics in
+ * the evaluator and answers 422 `unexpected error: runtime error: integer
+ * divide by zero`, and so do we.
+ *
+ * RESULTS (2.42's JSON): vector `{"metric":{...},"value":[t,"v"]}`,
+ * matrix `{"metric":{...},"values":[[t,"v"],...]}` with t written by
+ * marshalTimestamp and v by marshalValue; scalar and string `[t,"v"]`
+ * where t is float64(ms)/1000 through encoding/json and a scalar's v is
+ * strconv.FormatFloat(v, 'f', -1, 64) (no exponent form: 1e-7 is
+ * "0.0000001"). stats=<anything>: 2.42's stats object; our timings are
+ * measured around parse and evaluation (queue time is inside the
+ * engine's evaluation time).
+ *
+ * TIMEOUTS. The engine takes a cancel flag, not a deadline. A request's
+ * `timeout` registers its flag with a watchdog thread that sets it to
+ * API_CANCEL_TIMEOUT when the deadline passes; an answer of
+ * PROMQL_ERR_CANCELED for a flag the watchdog set is reported as 2.42
+ * reports its deadline: errorType timeout, "query timed out in <where>".
+ * The engine's own --query.timeout stays the engine's.
+ *
+ * EXEMPLARS. Kelvin keeps none; 2.42 without exemplar storage answers
+ * `{"status":"success","data":[]}` when the query has a selector and 204
+ * without one; its errors (times, then the parse) are checked the same.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "base/time.h"
+#include "server/server_int.h"
+
+/* The flag value the watchdog writes; the engine stops on any non-zero. */
+#define API_CANCEL_TIMEOUT 2
+
+/* ---- the timeout watchdog -------------------------------------------------- */
+
+typedef struct wd_entry {
+    int64_t deadline_ns; /* monotonic */
+    volatile int *flag;
+    int fired;
+    struct wd_entry *prev, *next;
+} wd_entry;
+
+struct api_watchdog {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    int stop;
+    wd_entry *head;
+};
+
+static void *wd_main(void *arg) {
+    api_watchdog *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop) {
+        int64_t now = base_mono_ns(), next = INT64_MAX;
+        for (wd_entry *e = w->head; e; e = e->next) {
+            if (e->fired) continue;
+            if (e->deadline_ns <= now) {
+                *e->flag = API_CANCEL_TIMEOUT;
+                e->fired = 1;
+            } else if (e->deadline_ns < next) {
+                next = e->deadline_ns;
+            }
+        }
+        if (next == INT64_MAX) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        } else {
+            struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int server__api_init(server *s) {
+    api_watchdog *w = calloc(1, sizeof *w);
+    if (!w) return BASE_E_NOMEM;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&w->th, NULL, wd_main, w) != 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return BASE_E_NOMEM;
+    }
+    s->watchdog = w;
+    return 0;
+}
+
+void server__api_fini(server *s) {
+    api_watchdog *w = s->watchdog;
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->th, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+    s->watchdog = NULL;
+}
+
+static void wd_add(api_watchdog *w, wd_entry *e) {
+    pthread_mutex_lock(&w->mu);
+    e->prev = NULL;
+    e->next = w->head;
+    if (w->head) w->head->prev = e;
+    w->head = e;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Returns whether the watchdog fired for e. */
+static int wd_remove(api_watchdog *w, wd_entry *e) {
+    pthread_mutex_lock(&w->mu);
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        w->head = e->next;
+    if (e->next) e->next->prev = e->prev;
+    int fired = e->fired;
+    pthread_mutex_unlock(&w->mu);
+    return fired;
+}
+
+/* ---- results ----------------------------------------------------------------- */
+
+static void write_result(base_buf *b, const promql_result *r) {
+    base_buf_puts(b, "{\"resultType\":\"");
+    base_buf_puts(b, promql_vtype_str(r->type));
+    base_buf_puts(b, "\",\"result\":");
+    switch (r->type) {
+    case PROMQL_SCALAR:
+        base_buf_putc(b, '[');
+        server__json_float(b, (double)r->t / 1000);
+        base_buf_puts(b, ",\"");
+        server__fmt_float_f(b, r->scalar);
+        base_buf_puts(b, "\"]");
+        break;
+    case PROMQL_STRING:
+        base_buf_putc(b, '[');
+        server__json_float(b, (double)r->t / 1000);
+        base_buf_putc(b, ',');
+        server__json_str(b, r->str ? r->str : "", r->str_len);
+        base_buf_putc(b, ']');
+        break;
+    case PROMQL_VECTOR:
+    case PROMQL_MATRIX: {
+        int vec = r->type == PROMQL_VECTOR;
+        base_buf_putc(b, '[');
+        for (size_t i = 0; i < r->nseries; i++) {
+            const promql_series *s = &r->series[i];
+            if (i) base_buf_putc(b, ',');
+            base_buf_puts(b, "{\"metric\":");
+            server__json_labels(b, s->ls);
+            base_buf_puts(b, vec ? ",\"value\":" : ",\"values\":[");
+            for (size_t k = 0; k < s->n && (!vec || k == 0); k++) {
+                if (k) base_buf_putc(b, ',');
+                base_buf_putc(b, '[');
+                server__json_ts(b, s->pts[k].t);
+                base_buf_putc(b, ',');
+                server__json_value(b, s->pts[k].v);
+                base_buf_putc(b, ']');
+            }
+            base_buf_puts(b, vec ? "}" : "]}");
+            if (base_buf_err(b)) return;
+        }
+        base_buf_putc(b, ']');
+        break;
+    }
+    default: base_buf_puts(b, "null"); break;
+    }
+}
+
+static void write_stats(base_buf *b, const promql_result *r, int64_t parse_ns, int64_t exec_ns) {
+    double prep = (double)parse_ns / 1e9, eval = (double)exec_ns / 1e9;
+    base_buf_puts(b, ",\"stats\":{\"timings\":{\"evalTotalTime\":");
+    server__json_float(b, eval);
+    base_buf_puts(b, ",\"resultSortTime\":0,\"queryPreparationTime\":");
+    server__json_float(b, prep);
+    base_buf_puts(b, ",\"innerEvalTime\":");
+    server__json_float(b, eval);
+    base_buf_puts(b, ",\"execQueueTime\":0,\"execTotalTime\":");
+    server__json_float(b, eval + prep);
+    base_buf_puts(b, "},\"samples\":{\"totalQueryableSamples\":");
+    base_buf_u64(b, r->total_samples);
+    base_buf_puts(b, ",\"peakSamples\":");
+    base_buf_u64(b, r->peak_samples);
+    base_buf_puts(b, "}}");
+}
+
+/* ---- the shared execution path ------------------------------------------------ */
+
+typedef struct qparams {
+    int has_timeout;
+    int64_t timeout_ns;
+} qparams;
+
+static int timeout_param(api_ctx *c, qparams *q) {
+    base_str to = http_form_get(&c->form, "timeout");
+    q->has_timeout = to.n > 0;
+    if (!q->has_timeout) return 0;
+    char msg[512];
+    if (server__api_parse_duration(to, &q->timeout_ns, msg, sizeof msg) != 0) {
+        server__api_invalid_param(c, "timeout", msg);
+        return -1;
+    }
+    return 0;
+}
+
+static void answer_error(api_ctx *c, const promql_result *r, int timed_out) {
+    static const char canceled[] = "query was canceled in ";
+    if (timed_out && r->err == PROMQL_ERR_CANCELED) {
+        const char *where = strncmp(r->errmsg, canceled, sizeof canceled - 1) == 0
+                                ? r->errmsg + sizeof canceled - 1
+                                : "query execution";
+        server__api_errorf(c, "timeout", "query timed out in %s", where);
+        return;
+    }
+    promql_errtype t = r->err ? r->err : PROMQL_ERR_INTERNAL;
+    server__api_error(c, promql_errtype_str(t), r->errmsg[0] ? r->errmsg : "query failed");
+}
+
+/* Runs x (instant when step_ms < 0) and answers. Takes nothing over. */
+static void run(api_ctx *c, const qparams *q, const pq_expr *x, int64_t t0, int64_t end, int64_t step_ms,
+                int64_t parse_ns) {
+    volatile int cancel = 0;
+    wd_entry e = {0};
+    if (q->has_timeout) {
+        if (q->timeout_ns <= 0) {
+            server__api_error(c, "timeout", "query timed out in query execution");
+            return;
+        }
+        e.deadline_ns = base_mono_ns() + q->timeout_ns;
+        e.flag = &cancel;
+        wd_add(c->s->watchdog, &e);
+    }
+    promql_result r;
+    memset(&r, 0, sizeof r);
+    int64_t start_ns = base_mono_ns();
+    int rc = step_ms < 0 ? promql_exec_instant(c->s->engine, x, t0, &cancel, &r)
+                         : promql_exec_range(c->s->engine, x, t0, end, step_ms, &cancel, &r);
+    int64_t exec_ns = base_mono_ns() - start_ns;
+    int timed_out = q->has_timeout ? wd_remove(c->s->watchdog, &e) : 0;
+    if (rc != 0) {
+        answer_error(c, &r, timed_out);
+        promql_result_free(&r);
+        return;
+    }
+    base_buf b;
+    base_buf_init(&b, 0);
+    server__api_begin(&b);
+    write_result(&b, &r);
+    if (http_form_get(&c->form, "stats").n) write_stats(&b, &r, parse_ns, exec_ns);
+    base_buf_putc(&b, '}');
+    promql_result_free(&r);
+    server__api_end(c, &b);
+}
+
+/* Parses the query; on failure answers (bad_data: prefix + the parser's
+ * whole message, which may hold NUL bytes -- 2.42 echoes a bad regex's --
+ * so the answer is built from a buffer; internal when out of memory) and
+ * returns non-zero. */
+static int parse(api_ctx *c, base_str qs, pq_expr **ret, const char *prefix) {
+    base_buf msg;
+    base_buf_init(&msg, 0);
+    int rc = promql_parse_msg(qs.p ? qs.p : "", qs.n, ret, &msg);
+    if (rc == 0) {
+        base_buf_free(&msg);
+        return 0;
+    }
+    if (rc == BASE_E_NOMEM || base_buf_err(&msg)) {
+        base_buf_free(&msg);
+        server__api_error(c, "internal", "out of memory");
+        return rc;
+    }
+    base_buf b;
+    base_buf_init(&b, 0);
+    base_buf_puts(&b, prefix);
+    base_buf_append(&b, msg.data ? msg.data : "", msg.len);
+    base_buf_free(&msg);
+    base_buf json;
+    base_buf_init(&json, 0);
+    base_buf_puts(&json, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":");
+    server__json_str(&json, b.data ? b.data : "", b.len);
+    base_buf_putc(&json, '}');
+    base_buf_free(&b);
+    server__api_send(c, 400, &json);
+    return rc;
+}
+
+void server__api_query(api_ctx *c) {
+    api_time now = {c->now_sec, c->now_nsec}, ts;
+    if (server__api_time_param(c, "time", now, &ts) != 0) return;
+    qparams q;
+    if (timeout_param(c, &q) != 0) return;
+    base_str qs = http_form_get(&c->form, "query");
+    pq_expr *x = NULL;
+    int64_t t0 = base_mono_ns();
+    int rc = parse(c, qs, &x, "invalid parameter \"query\": ");
+    int64_t parse_ns = base_mono_ns() - t0;
+    if (rc != 0) return;
+    run(c, &q, x, server__api_time_engine_ms(ts), 0, -1, parse_ns);
+    promql_expr_free(x);
+}
+
+/* end.Sub(start) / step in Go's Durations (Sub saturates). */
+static int64_t points(api_time start, api_time end, int64_t step_ns) {
+    __int128 d = ((__int128)end.sec - start.sec) * 1000000000 + (end.nsec - start.nsec);
+    if (d > INT64_MAX) d = INT64_MAX;
+    if (d < INT64_MIN) d = INT64_MIN;
+    return (int64_t)d / step_ns;
+}
+
+static const char *documented_type(pq_type t) {
+    switch (t) {
+    case PQ_T_SCALAR: return "scalar";
+    case PQ_T_VECTOR: return "instant vector";
+    case PQ_T_MATRIX: return "range vector";
+    case PQ_T_STRING: return "string";
+    default: return "none";
+    }
+}
+
+void server__api_query_range(api_ctx *c) {
+    api_time start, end;
+    char msg[512];
+    base_str v = http_form_get(&c->form, "start");
+    const char *bad = NULL;
+    if (server__api_parse_time(v, &start) != 0)
+        bad = "start";
+    else if (v = http_form_get(&c->form, "end"), server__api_parse_time(v, &end) != 0)
+        bad = "end";
+    if (bad) {
+        base_buf qv;
+        base_buf_init(&qv, 0);
+        server__quote(&qv, v.p ? v.p : "", v.n);
+        snprintf(msg, sizeof msg, "cannot parse %s to a valid timestamp", qv.err ? "\"\"" : qv.data);
+        base_buf_free(&qv);
+        server__api_invalid_param(c, bad, msg);
+        return;
+    }
+    if (server__api_time_before(end, start)) {
+        server__api_invalid_param(c, "end", "end timestamp must not be before start time");
+        return;
+    }
+    int64_t step_ns;
+    if (server__api_parse_duration(http_form_get(&c->form, "step"), &step_ns, msg, sizeof msg) != 0) {
+        server__api_invalid_param(c, "step", msg);
+        return;
+    }
+    if (step_ns <= 0) {
+        server__api_invalid_param(
+            c, "step",
+            "zero or negative query resolution step widths are not accepted. Try a positive integer");
+        return;
+    }
+    if (points(start, end, step_ns) > 11000) {
+        server__api_error(c, "bad_data",
+                          "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the "
+                          "query resolution (?step=XX)");
+        return;
+    }
+    qparams q;
+    if (timeout_param(c, &q) != 0) return;
+    base_str qs = http_form_get(&c->form, "query");
+    pq_expr *x = NULL;
+    int64_t t0 = base_mono_ns();
+    int rc = parse(c, qs, &x, "");
+    int64_t parse_ns = base_mono_ns() - t0;
+    if (rc != 0) return;
+    pq_type t = promql_expr_root(x)->type;
+    if (t != PQ_T_SCALAR && t != PQ_T_VECTOR) {
+        server__api_errorf(c, "bad_data",
+                           "invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
+                           documented_type(t));
+    } else if (q.has_timeout && q.timeout_ns <= 0) {
+        server__api_error(c, "timeout", "query timed out in query execution");
+    } else if (step_ns / 1000000 == 0) {
+        server__api_error(c, "execution", "unexpected error: runtime error: integer divide by zero");
+    } else {
+        run(c, &q, x, server__api_time_engine_ms(start), server__api_time_engine_ms(end), step_ns / 1000000,
+            parse_ns);
+    }
+    promql_expr_free(x);
+}
+
+/* ---- exemplars ------------------------------------------------------------------ */
+
+static int has_selector(const pq_node *n) {
+    if (!n) return 0;
+    switch (n->kind) {
+    case PQ_NUM:
+    case PQ_STR: return 0;
+    case PQ_VSEL:
+    case PQ_MSEL: return 1;
+    case PQ_CALL:
+        for (size_t i = 0; i < n->call.nargs; i++)
+            if (has_selector(n->call.args[i])) return 1;
+        return 0;
+    case PQ_AGG: return has_selector(n->agg.expr) || has_selector(n->agg.param);
+    case PQ_BIN: return has_selector(n->bin.lhs) || has_selector(n->bin.rhs);
+    case PQ_UNARY: return has_selector(n->unary.expr);
+    case PQ_PAREN: return has_selector(n->paren.expr);
+    case PQ_SUBQ: return has_selector(n->subq.expr);
+    }
+    return 0;
+}
+
+void server__api_query_exemplars(api_ctx *c) {
+    api_time start, end;
+    if (server__api_time_param(c, "start", server__api_min_time, &start) != 0) return;
+    if (server__api_time_param(c, "end", server__api_max_time, &end) != 0) return;
+    if (server__api_time_before(end, start)) {
+        server__api_error(c, "bad_data", "end timestamp must not be before start timestamp");
+        return;
+    }
+    base_str qs = http_form_get(&c->form, "query");
+    pq_expr *x = NULL;
+    int rc = parse(c, qs, &x, "");
+    if (rc != 0) return;
+    int sel = has_selector(promql_expr_root(x));
+    promql_expr_free(x);
+    if (!sel) {
+        server__api_no_content(c);
+        return;
+    }
+    base_buf b;
+    base_buf_init(&b, 0);
+    server__api_begin(&b);
+    base_buf_puts(&b, "[]");
+    server__api_end(c, &b);
+}
