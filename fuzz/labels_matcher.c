@@ -11,7 +11,8 @@
  *    with the normal one, capture spans lie inside the subject and group 0
  *    is ordered;
  *  - the =~ matcher agrees with the regex, !~ is its negation, and
- *    matches_empty is the answer for "".
+ *    matches_empty is the answer for ""; a matcher refuses only a
+ *    pattern that does not parse alone (an unbalanced ')', as 2.42).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -85,11 +86,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     labels_regex *slow = NULL, *cap = NULL;
     if (labels_regex_compile(pat, LABELS_RE_NOFAST, &slow, err, sizeof err) < 0) slow = NULL;
     if (labels_regex_compile(pat, LABELS_RE_CAPTURE, &cap, err, sizeof err) < 0) cap = NULL;
+    /* A matcher also parses the pattern alone (2.42's NewFastRegexMatcher):
+     * once the anchored form compiled, only a ')' without its '(' can
+     * fail that, and then both matcher types fail. */
     labels_matcher *m = NULL, *nm = NULL;
-    if (labels_matcher_new(LABELS_MATCH_RE, (base_str){"a", 1}, pat, &m, err, sizeof err) < 0) abort();
-    if (labels_matcher_new(LABELS_MATCH_NRE, (base_str){"a", 1}, pat, &nm, err, sizeof err) < 0) abort();
+    static const char unexp[] = "error parsing regexp: unexpected ): `";
+    rc = labels_matcher_new(LABELS_MATCH_RE, (base_str){"a", 1}, pat, &m, err, sizeof err);
+    if (rc < 0 && (rc != BASE_E_PARSE || strncmp(err, unexp, sizeof unexp - 1) != 0)) abort();
+    int rc2 = labels_matcher_new(LABELS_MATCH_NRE, (base_str){"a", 1}, pat, &nm, err, sizeof err);
+    if ((rc2 < 0) != (rc < 0)) abort();
     int empty = labels_regex_match(re, (base_str){"", 0});
-    if (empty >= 0 && labels_matcher_matches_empty(m) != empty) abort();
+    if (m && empty >= 0 && labels_matcher_matches_empty(m) != empty) abort();
     for (size_t i = 0; i < ns; i++) check_subject(re, slow, cap, m, nm, subj[i]);
     const base_str *lits;
     size_t nl;
@@ -98,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (labels_regex_match(re, lits[i]) != 1) abort();
     base_buf b;
     base_buf_init(&b, 0);
-    labels_matcher_format(m, &b);
+    if (m) labels_matcher_format(m, &b);
     base_buf_free(&b);
     labels_matcher_free(m);
     labels_matcher_free(nm);

@@ -7,12 +7,31 @@
  * threads may match with it. matches_empty is computed once at creation by
  * matching "" -- Prometheus's way to decide whether a matcher also selects
  * series that lack the label ({a=""}, {a!="x"}, {a=~"|x"}, {a!~"x"}).
+ *
+ * A regex value must be valid twice, as 2.42's NewFastRegexMatcher checks
+ * it: anchored ("^(?:" + v + ")$", labels_regex_compile, whose error comes
+ * first) and on its own (syntax.Parse(v, syntax.Perl)), so `a)|(b`, whose
+ * anchored form is well-formed, fails with "error parsing regexp:
+ * unexpected ): `a)|(b`". Only matchers check the value alone: relabel
+ * and label_replace compile the anchored form only, as 2.42 does.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/err.h"
 #include "labels/labels_int.h"
+
+/* The parse of the value alone: 0 or BASE_E_PARSE / BASE_E_NOMEM with err. */
+static int parse_alone(base_str v, char *err, size_t errlen) {
+    base_arena a;
+    base_arena_init(&a, 4096, (size_t)128 << 20);
+    labels__rx_tree t;
+    int rc = labels__rx_parse(&a, v, &t, err, errlen);
+    base_arena_free(&a);
+    if (rc == BASE_E_NOMEM) labels__errf(err, errlen, "out of memory compiling regexp");
+    return rc;
+}
 
 struct labels_matcher {
     labels_match_type type;
@@ -58,6 +77,11 @@ int labels_matcher_new(labels_match_type type, base_str name, base_str value, la
     m->value = (base_str){m->buf + name.n + 1, value.n};
     if (type == LABELS_MATCH_RE || type == LABELS_MATCH_NRE) {
         int rc = labels_regex_compile(m->value, 0, &m->re, err, errlen);
+        if (rc == 0 && (rc = parse_alone(m->value, err, errlen)) < 0) {
+            labels_regex_free(m->re);
+            free(m);
+            return rc;
+        }
         int r = rc < 0 ? rc : labels_regex_match(m->re, (base_str){"", 0});
         if (r < 0) {
             if (rc == 0) labels__errf(err, errlen, "%s", base_strerror(r));

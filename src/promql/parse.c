@@ -25,6 +25,16 @@
  * after reading the next token exactly where yacc reads it. The type
  * checks (checkAST) run only on a tree without errors.
  *
+ * SELECTORS. promql_parse_selector is 2.42's ParseMetricSelector: the
+ * same lexer and vector_selector rule from the START_METRIC_SELECTOR
+ * symbol (a name, which may be a keyword, and/or braces, then EOF), no
+ * type checks; anything else is the `start: error` rule's bare message.
+ *
+ * MESSAGES are built whole in a buffer (they may be as long as the query,
+ * and a regex error echoes the value's NUL bytes as 2.42 does); the
+ * C-string err of the plain entry points is a copy cut to errlen, the
+ * _msg entry points hand over the whole message.
+ *
  * MEMORY. Nodes, arrays and strings live in the expression's arena;
  * matchers are heap objects listed in the expression and freed with it.
  * Limits: PQ_MAX_QUERY bytes of query, PQ_MAX_DEPTH levels of tree (and of
@@ -61,8 +71,7 @@ typedef struct parser {
     pq_expr *x;
     int failed;
     int rc;
-    char *err;
-    size_t errlen;
+    base_buf msg;   /* the first error's whole message (NUL bytes kept) */
     int agg;        /* inside an aggregation's modifier or arguments */
     unsigned depth; /* recursion */
     base_buf sb;    /* scratch */
@@ -70,11 +79,12 @@ typedef struct parser {
 
 /* ---- errors ---------------------------------------------------------------- */
 
-static void verr(parser *p, int rc, size_t pos, const char *fmt, va_list ap) {
+/* The first error: ParseErr.Error()'s "<line>:<col>: parse error: " and
+ * m[0..mlen), which may hold NUL bytes (a regex fragment). */
+static void report(parser *p, int rc, size_t pos, const char *m, size_t mlen) {
     if (p->failed) return;
     p->failed = 1;
     p->rc = rc;
-    if (!p->err || !p->errlen) return;
     size_t line = 1;
     ptrdiff_t last_nl = -1;
     for (size_t i = 0; i < pos && i < p->n; i++)
@@ -82,9 +92,17 @@ static void verr(parser *p, int rc, size_t pos, const char *fmt, va_list ap) {
             line++;
             last_nl = (ptrdiff_t)i;
         }
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    snprintf(p->err, p->errlen, "%zu:%td: parse error: %s", line, (ptrdiff_t)pos - last_nl, msg);
+    base_buf_printf(&p->msg, "%zu:%td: parse error: ", line, (ptrdiff_t)pos - last_nl);
+    base_buf_append(&p->msg, m, mlen);
+}
+
+static void verr(parser *p, int rc, size_t pos, const char *fmt, va_list ap) {
+    if (p->failed) return;
+    base_buf b;
+    base_buf_init(&b, 0);
+    base_buf_vprintf(&b, fmt, ap);
+    report(p, rc, pos, b.data ? b.data : "", b.len);
+    base_buf_free(&b);
 }
 
 __attribute__((format(printf, 3, 4))) static void perr(parser *p, size_t pos, const char *fmt, ...) {
@@ -98,7 +116,6 @@ static void nomem(parser *p) {
     if (p->failed) return;
     p->failed = 1;
     p->rc = BASE_E_NOMEM;
-    if (p->err && p->errlen) snprintf(p->err, p->errlen, "out of memory");
 }
 
 /* ---- tokens ------------------------------------------------------------------ */
@@ -518,6 +535,31 @@ static int call_body(parser *p, pq_node ***ret, size_t *ret_n) {
     return 0;
 }
 
+/* labels.NewMatcher for the label token t and the unquoted value, with
+ * its error at the label. A regex error echoes (part of) the value, NUL
+ * bytes included as 2.42 prints them: the buffer is zeroed and sized for
+ * the whole value, so the message runs to its last non-NUL byte (every
+ * labels message ends in text or '`'). */
+static int matcher(parser *p, labels_match_type mt, pq_token t, const char *val, size_t vlen,
+                   labels_matcher **ret) {
+    size_t elen = vlen + 512;
+    char *e = calloc(1, elen);
+    if (!e) {
+        nomem(p);
+        return -1;
+    }
+    int rc = labels_matcher_new(mt, (base_str){p->q + t.pos, t.len}, (base_str){val, vlen}, ret, e, elen);
+    if (rc == BASE_E_NOMEM) {
+        nomem(p);
+    } else if (rc) {
+        size_t k = elen;
+        while (k && !e[k - 1]) k--;
+        report(p, BASE_E_PARSE, t.pos, e, k);
+    }
+    free(e);
+    return rc ? -1 : 0;
+}
+
 static pq_node *vector_selector(parser *p, const pq_token *name, pq_token brace) {
     size_t start = name ? name->pos : brace.pos;
     size_t end = name ? (size_t)name->pos + name->len : 0;
@@ -550,18 +592,7 @@ static pq_node *vector_selector(parser *p, const pq_token *name, pq_token brace)
             char *val = unquote(p, sv, &vlen);
             if (!val) return NULL;
             labels_matcher *m = NULL;
-            char e[512];
-            e[0] = 0;
-            int rc = labels_matcher_new(mt, (base_str){p->q + t.pos, t.len}, (base_str){val, vlen}, &m, e,
-                                        sizeof e);
-            if (rc == BASE_E_NOMEM) {
-                nomem(p);
-                return NULL;
-            }
-            if (rc) {
-                perr(p, t.pos, "%s", e);
-                return NULL;
-            }
+            if (matcher(p, mt, t, val, vlen, &m)) return NULL;
             if (track_matcher(p, m) || pvec_push(p, &ms, m)) return NULL;
             t = *peek(p);
             if (t.type == PQ_TOK_COMMA) {
@@ -1182,29 +1213,59 @@ const pq_node *promql_expr_root(const pq_expr *x) {
     return x ? x->root : NULL;
 }
 
-int promql_parse(const char *q, size_t n, pq_expr **ret, char *err, size_t errlen) {
-    if (err && errlen) err[0] = 0;
-    if (n > PQ_MAX_QUERY) {
-        if (err && errlen)
-            snprintf(err, errlen, "query too long: %zu bytes, the limit is %u", n, PQ_MAX_QUERY);
-        return BASE_E_LIMIT;
-    }
+/* The state every entry point starts from; NULL when out of memory. */
+static pq_expr *parser_init(parser *p, const char *q, size_t n) {
     pq_expr *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    base_arena_init(&x->arena, 4096, ARENA_LIMIT);
+    memset(p, 0, sizeof *p);
+    p->q = q ? q : "";
+    p->n = n;
+    p->x = x;
+    base_buf_init(&p->msg, 0);
+    base_buf_init(&p->sb, 0);
+    pq__lex_init(&p->lx, p->q, n);
+    return x;
+}
+
+/* Ends a parse: the message to the caller (msg appended, or err as a C
+ * string cut to errlen), the parser's buffers freed. Returns rc. */
+static int parser_done(parser *p, int rc, base_buf *msg, char *err, size_t errlen) {
+    const char *m = p->msg.data ? p->msg.data : "";
+    size_t mlen = p->msg.len;
+    if (rc == BASE_E_NOMEM || base_buf_err(&p->msg)) {
+        m = "out of memory";
+        mlen = strlen(m);
+    }
+    if (rc && msg) base_buf_append(msg, m, mlen);
+    if (rc && err && errlen) {
+        size_t k = mlen < errlen - 1 ? mlen : errlen - 1;
+        memcpy(err, m, k);
+        err[k] = 0;
+    }
+    base_buf_free(&p->msg);
+    base_buf_free(&p->sb);
+    return rc;
+}
+
+/* PQ_MAX_QUERY: BASE_E_LIMIT with a message, or 0. */
+static int too_long(size_t n, base_buf *msg, char *err, size_t errlen) {
+    if (n <= PQ_MAX_QUERY) return 0;
+    if (msg) base_buf_printf(msg, "query too long: %zu bytes, the limit is %u", n, PQ_MAX_QUERY);
+    if (err && errlen) snprintf(err, errlen, "query too long: %zu bytes, the limit is %u", n, PQ_MAX_QUERY);
+    return BASE_E_LIMIT;
+}
+
+static int parse_expr(const char *q, size_t n, pq_expr **ret, base_buf *msg, char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (too_long(n, msg, err, errlen)) return BASE_E_LIMIT;
+    parser p;
+    pq_expr *x = parser_init(&p, q, n);
     if (!x) {
+        if (msg) base_buf_puts(msg, "out of memory");
         if (err && errlen) snprintf(err, errlen, "out of memory");
         return BASE_E_NOMEM;
     }
-    base_arena_init(&x->arena, 4096, ARENA_LIMIT);
-    parser p;
-    memset(&p, 0, sizeof p);
-    p.q = q ? q : "";
-    p.n = n;
-    p.x = x;
-    p.err = err;
-    p.errlen = errlen;
-    base_buf_init(&p.sb, 0);
-    pq__lex_init(&p.lx, p.q, n);
-
     pq_node *root = NULL;
     if (peek(&p)->type == PQ_TOK_EOF) {
         perr(&p, 0, "no expression found in input");
@@ -1213,12 +1274,78 @@ int promql_parse(const char *q, size_t n, pq_expr **ret, char *err, size_t errle
         if (root && peek(&p)->type != PQ_TOK_EOF) unexpected_here(&p);
         if (!p.failed) check(&p, root);
     }
-    base_buf_free(&p.sb);
     if (p.failed) {
         promql_expr_free(x);
-        return p.rc ? p.rc : BASE_E_PARSE;
+        return parser_done(&p, p.rc ? p.rc : BASE_E_PARSE, msg, err, errlen);
     }
     x->root = root;
     *ret = x;
-    return 0;
+    return parser_done(&p, 0, msg, err, errlen);
+}
+
+int promql_parse(const char *q, size_t n, pq_expr **ret, char *err, size_t errlen) {
+    return parse_expr(q, n, ret, NULL, err, errlen);
+}
+
+int promql_parse_msg(const char *q, size_t n, pq_expr **ret, base_buf *msg) {
+    return parse_expr(q, n, ret, msg, NULL, 0);
+}
+
+/* START_METRIC_SELECTOR vector_selector EOF: a metric_identifier (a name
+ * or a keyword 2.42 takes as one) with or without braces, or braces
+ * alone. No checkAST: a doubled __name__ and {} pass (the API checks for
+ * a non-empty matcher itself). Any other token, first or after the
+ * selector, is the `start: error` rule's bare "unexpected X". */
+static int parse_selector(const char *s, size_t n, labels_matcher ***ret_ms, size_t *ret_n, base_buf *msg,
+                          char *err, size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    if (too_long(n, msg, err, errlen)) return BASE_E_LIMIT;
+    parser p;
+    pq_expr *x = parser_init(&p, s, n);
+    if (!x) {
+        if (msg) base_buf_puts(msg, "out of memory");
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        return BASE_E_NOMEM;
+    }
+    pq_node *vs = NULL;
+    pq_token t = *peek(&p);
+    if (!p.failed) {
+        if (t.type == PQ_TOK_LEFT_BRACE) {
+            vs = vector_selector(&p, NULL, t);
+        } else if (t.type == PQ_TOK_IDENTIFIER || t.type == PQ_TOK_METRIC_IDENTIFIER ||
+                   is_metric_kw(t.type)) {
+            take(&p);
+            vs = vector_selector(&p, &t, *peek(&p));
+        } else {
+            unexpected_here(&p);
+        }
+        if (vs && peek(&p)->type != PQ_TOK_EOF) unexpected_here(&p);
+    }
+    labels_matcher **ms = NULL;
+    if (!p.failed && vs->vsel.nms) {
+        ms = malloc(vs->vsel.nms * sizeof *ms);
+        if (!ms) nomem(&p);
+    }
+    if (p.failed) {
+        promql_expr_free(x);
+        return parser_done(&p, p.rc ? p.rc : BASE_E_PARSE, msg, err, errlen);
+    }
+    /* Every matcher tracked is one of this selector's: hand them over. */
+    size_t nms = vs->vsel.nms;
+    if (nms) memcpy(ms, vs->vsel.ms, nms * sizeof *ms);
+    x->nms = 0;
+    promql_expr_free(x);
+    *ret_ms = ms;
+    *ret_n = nms;
+    return parser_done(&p, 0, msg, err, errlen);
+}
+
+int promql_parse_selector(const char *s, size_t n, labels_matcher ***ret_ms, size_t *ret_n, char *err,
+                          size_t errlen) {
+    return parse_selector(s, n, ret_ms, ret_n, NULL, err, errlen);
+}
+
+int promql_parse_selector_msg(const char *s, size_t n, labels_matcher ***ret_ms, size_t *ret_n,
+                              base_buf *msg) {
+    return parse_selector(s, n, ret_ms, ret_n, msg, NULL, 0);
 }

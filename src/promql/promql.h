@@ -49,6 +49,27 @@ int promql_parse(const char *q, size_t n, pq_expr **ret, char *err, size_t errle
 const pq_node *promql_expr_root(const pq_expr *e);
 void promql_expr_free(pq_expr *e);
 
+/* Prometheus 2.42's parser.ParseMetricSelector, as the API parses each
+ * match[] (series, labels, label values, delete_series, federation): the
+ * PromQL grammar from its START_METRIC_SELECTOR symbol, i.e. one vector
+ * selector (`name`, `name{...}`, `{...}`; the name may be a keyword
+ * 2.42 takes as one: sum, by, offset, ...), nothing before or after it,
+ * with the PromQL lexer's tokens and 2.42's errors and positions
+ * ("1:5: parse error: unexpected \"(\""). No type checks (checkAST):
+ * `{}` gives 0 matchers, `a{__name__="b"}` two __name__ matchers. The
+ * matchers come in 2.42's order (those in braces, then the name's);
+ * the caller frees them with labels_matchers_free. BASE_E_PARSE /
+ * BASE_E_LIMIT / BASE_E_NOMEM with err filled. */
+int promql_parse_selector(const char *s, size_t n, labels_matcher ***ret_ms, size_t *ret_n, char *err,
+                          size_t errlen);
+
+/* The same two with the whole message appended to msg instead of a C
+ * string cut to errlen: 2.42 prints a regex fragment's NUL bytes as they
+ * are, and messages as long as the query (the API answers with these). */
+int promql_parse_msg(const char *q, size_t n, pq_expr **ret, base_buf *msg);
+int promql_parse_selector_msg(const char *s, size_t n, labels_matcher ***ret_ms, size_t *ret_n,
+                              base_buf *msg);
+
 /* Prometheus's String() of a node, appended to out. */
 void promql_print(const pq_node *n, base_buf *out);
 
@@ -63,8 +84,7 @@ int promql_parse_duration(const char *s, size_t n, int64_t *ret_ms);
  * [mint, maxt] (inclusive), sorted by labels, each with its samples in
  * time order (stale markers included: the evaluator handles them). */
 typedef struct promql_storage_ops {
-    int (*select)(void *ctx, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
-                  void **ret_set);
+    int (*select)(void *ctx, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, void **ret_set);
     /* 1 and the next series, 0 at the end, < 0 error */
     int (*next)(void *set);
     const labels_set *(*labels)(void *set);
@@ -86,13 +106,13 @@ promql_storage promql_storage_head(tsdb_head *h);
 /* ---- the engine ------------------------------------------------------------ */
 
 typedef struct promql_opts {
-    int64_t lookback_ms;         /* --query.lookback-delta, 5m */
-    uint64_t max_samples;        /* --query.max-samples, 50000000 */
-    int64_t timeout_ms;          /* --query.timeout, 2m */
-    unsigned max_concurrency;    /* --query.max-concurrency, 20 */
+    int64_t lookback_ms;          /* --query.lookback-delta, 5m */
+    uint64_t max_samples;         /* --query.max-samples, 50000000 */
+    int64_t timeout_ms;           /* --query.timeout, 2m */
+    unsigned max_concurrency;     /* --query.max-concurrency, 20 */
     int64_t default_subq_step_ms; /* subqueries without a step: the global
                                     evaluation_interval, 1m */
-    unsigned threads;            /* worker threads a query may use (0: 1) */
+    unsigned threads;             /* worker threads a query may use (0: 1) */
 } promql_opts;
 void promql_opts_default(promql_opts *o);
 
@@ -110,7 +130,7 @@ typedef enum promql_errtype {
     PROMQL_ERR_INTERNAL,  /* 500: storage errors */
 } promql_errtype;
 const char *promql_errtype_str(promql_errtype t); /* "bad_data", ... */
-int promql_errtype_http(promql_errtype t);         /* 400, 422, 503, 500 */
+int promql_errtype_http(promql_errtype t);        /* 400, 422, 503, 500 */
 
 typedef enum promql_vtype {
     PROMQL_NONE = 0,

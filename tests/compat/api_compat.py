@@ -15,7 +15,9 @@ and the same requests go to both. Compared:
   RFC 3339 times, and a battery of bad requests: missing and invalid
   parameters, bad times (out-of-range dates, too many fractional digits,
   hex, underscores, infinities, Prometheus's own min/max time strings),
-  bad steps, too many points, parse errors, bad matchers, bad form
+  bad steps, too many points, parse errors, bad matchers (match[] and
+  match_target as 2.42's ParseMetricSelector parses them: ~90 selectors
+  on every endpoint that takes one), bad form
   encodings, unknown paths, wrong methods (405 with Allow), OPTIONS;
 - gzip and deflate: the decompressed bodies;
 - status endpoints: shapes (field names and order, value types) where the
@@ -46,13 +48,30 @@ PROMETHEUS = os.path.join(kt.PEERS, "bin", "prometheus")
 T0 = apitest.T0
 
 # Requests whose answers differ, and why: {name: reason}.
-_SELECTOR = ("labels_parse_selector (src/labels/selector.c) words a token that cannot follow a metric name "
-             "as a lexer error, `unexpected character: '('`; 2.42's parser lexes it first and says "
-             "`unexpected \"(\"` (reported to the labels module)")
+_MATCH_TARGET = ("targets/metadata hands match_target to scrape_manager_metadata_json (src/scrape/manager.c), which "
+                 "parses it again with labels_parse_selector: the API checks it with 2.42's parser first, but "
+                 "labels_parse_selector knows no comments and cuts the value at a NUL byte (reported to scrape)")
 KNOWN = {
-    "series [('match[]', 'rate(temp[1m])')]": _SELECTOR,
-    "series [('match[]', 'rate(temp[1m])')] [POST]": _SELECTOR,
+    "targets/metadata selector '#c\\ntemp'": _MATCH_TARGET,
+    "targets/metadata selector 'temp #c'": _MATCH_TARGET,
+    "targets/metadata selector '{a=\"\\x00\"}'": _MATCH_TARGET,
 }
+# match[] values, parsed by 2.42's parser.ParseMetricSelector: keywords as
+# names, lexer and grammar errors and their positions, regexes (the value
+# must also parse alone: `a)|(b`), NUL bytes in messages, a long one.
+SELECTORS = [
+    "temp", "temp{}", 'temp{gpu="1"}', '{__name__="temp"}', 'temp{__name__="odd"}', "{}", '{a=""}', '{a="",}',
+    "sum", "by", "offset", "and", "start", "count_values", 'sum{job="api"}', "bool", "on", "atan2", "nan", "Inf",
+    "", " ", "rate(temp[1m])", "sum(temp)", "sum by (job) (temp)", "temp[5m]", 'temp{gpu="1"}[5m]',
+    "temp offset 5m", "temp @ 10", "temp bar", 'temp{a="b"} x', 'temp{a="b"}{c="d"}', "(temp)", "-temp", "1",
+    '"temp"', "5m", "temp + odd", 'temp{a="b"} or {c="d"}', "temp,", "temp)", "temp}", "}", "{", "temp{",
+    '{a="b"', '{a="b', '{a="b" x}', "{a}", "{a=}", "{a=b}", '{="b"}', '{a="b",,}', "{,}", 'temp{a=="b"}',
+    'temp{1="b"}', "temp{a=1}", 'temp{a~"b"}', "temp{!}", "temp!", "temp$", "temp.x", "t\u00e9mp", "#c\ntemp",
+    "temp #c", "\ntemp{a=\"b\"\n x}", "temp{a='b'}", "temp{a=`b`}", 'temp{a="\\x"}', 'temp{a="\\"}',
+    '{a=~"("}', '{a=~")"}', '{a!~"["}', '{a=~"a)|(b"}', 'temp{gpu=~"1)|(2"}', '{a!~"x)(y"}', '{a=~"(a))|((b"}',
+    '{a=~"a)|(b{1001}"}', '{a=~"x**"}', '{a=~"\\\\p{Foo}"}', '{__name__=~"temp|odd"}', '{a=~"\\\\)"}',
+    '{a=~"\x00("}', '{a=~"a)|(\x00"}', '{a="\x00"}', "\x00", '{a=~"' + "x" * 3000 + ')|("}', "temp " + "y" * 3000,
+]
 # Requests where Prometheus's own answer is racy: only the status code,
 # Content-Type and errorType are compared. {name: reason}
 LOOSE = {
@@ -112,7 +131,9 @@ def requests():
                "02023-01-02T03:04:05Z", "2023-01-02T03:04:05+0100", " 1", "1e400", "0x1p"):
         add(f"query bad time {tv!r}", "GET", "/api/v1/query", P(("query", "1"), ("time", tv)))
     for q in ("1+", "", "sum(", "temp{", "rate(temp)", "foo bar", "temp[5m", '"unterminated', "1 +* 2",
-              "sum(temp) by", "temp offset", "{}", '{a=""}', "temp @ start()", "(temp"):
+              "sum(temp) by", "temp offset", "{}", '{a=""}', "temp @ start()", "(temp", 'temp{a=~"a)|(b"}',
+              'rate(temp{a=~"\x00("}[1m])', 'sum(temp{a=~"a)|(\x00"})', 'temp{a=~"' + "x" * 3000 + ')|("}',
+              "temp + " + "y" * 3000 + "("):
         add(f"query parse error {q!r}", "GET", "/api/v1/query", P(("query", q), ("time", "1")))
     for to in ("abc", "1x", "-1s", "9.3e9", "inf", "1_0", "0x1p4"):
         add(f"query timeout {to}", "GET", "/api/v1/query", P(("query", "1"), ("time", "1"), ("timeout", to)))
@@ -122,6 +143,9 @@ def requests():
     for q in ("temp", "1", "temp * 2", "sum(temp)", "nope", "time()"):
         for step in ("15", "15s", "15000ms", "1.5e1", "0x1p4", "1_5", "7.5", "1m"):
             add(f"range {q} step {step}", "GET", "/api/v1/query_range", P(("query", q), *rng, ("step", step)))
+    for q in ('temp{a=~"a)|(b"}', 'temp{a=~"(\x00"}', 'temp{a=~"' + "x" * 3000 + ')|("}'):
+        add(f"range parse error {q!r}", "GET", "/api/v1/query_range",
+            P(("query", q), ("start", "1"), ("end", "2"), ("step", "1")))
     add("range fractional step", "GET", "/api/v1/query_range",
         P(("query", "1"), ("start", "0"), ("end", "3"), ("step", "1.5")))
     add("range 11000 points", "GET", "/api/v1/query_range",
@@ -172,6 +196,13 @@ def requests():
                    P(("match[]", "rate(temp[1m])")), P(("match[]", "temp"), ("start", "3"), ("end", "2")),
                    P(("match[]", '{__name__=~"(("}'))):
         add(f"series {params}", "GET", "/api/v1/series", params)
+    for sel in SELECTORS:
+        add(f"series selector {sel!r}", "GET", "/api/v1/series", P(("match[]", sel)))
+        add(f"labels selector {sel!r}", "GET", "/api/v1/labels", P(("match[]", sel)), both=False)
+        add(f"values selector {sel!r}", "GET", "/api/v1/label/job/values", P(("match[]", sel)), both=False)
+        add(f"targets/metadata selector {sel!r}", "GET", "/api/v1/targets/metadata", P(("match_target", sel)),
+            both=False)
+    add("series second selector bad", "GET", "/api/v1/series", P(("match[]", "temp"), ("match[]", '{a=~"a)|(b"}')))
     for params in (P(), P(("match[]", "temp")), P(("match[]", "temp"), ("match[]", 'special{kind="nan"}')),
                    P(("start", str(T0 + 7200))), P(("match[]", '{__name__=~".+"}'), ("start", str(T0 + 7200))),
                    P(("start", "3"), ("end", "2")), P(("match[]", "temp{")), P(("match[]", '{a=~".*"}')),
@@ -307,6 +338,11 @@ def compare_admin(f, purl, kurl):
         ("delete no match", "POST", "/api/v1/admin/tsdb/delete_series", [], None, None),
         ("delete bad escape", "POST", "/api/v1/admin/tsdb/delete_series", [], "match[]=temp&x=%zz", None),
         ("delete bad matcher", "PUT", "/api/v1/admin/tsdb/delete_series", [("match[]", "temp{")], None, None),
+        *((f"delete bad selector {sel!r}", "POST", "/api/v1/admin/tsdb/delete_series", [("match[]", sel)], None,
+           None) for sel in ("rate(temp[1m])", "temp offset 5m", "temp bar", '{a=~"a)|(b"}', '{a=~"\x00("}',
+                             "", "sum(temp)", '{a="b",,}', "temp$", '{a=~"' + "x" * 3000 + ')|("}')),
+        ("delete second bad", "POST", "/api/v1/admin/tsdb/delete_series",
+         [("match[]", 'temp{gpu="nope"}'), ("match[]", "temp[1m]")], None, None),
         ("delete bad start", "POST", "/api/v1/admin/tsdb/delete_series", [("match[]", "temp"), ("start", "x")],
          None, None),
         ("snapshot bad skip_head", "POST", "/api/v1/admin/tsdb/snapshot", [("skip_head", "x")], None, None),
