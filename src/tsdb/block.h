@@ -19,6 +19,13 @@
  * tsdb_block_verify; a bad chunk ends that series' samples with
  * BASE_E_PARSE and the other series stay readable.
  *
+ * DELETION (tsdb_block_tombstone) is the one change a block takes after
+ * it is written: deleted time ranges per series go into its tombstones
+ * file (format.h), replaced atomically; reads (select, listings,
+ * compaction, which therefore drops deleted samples for good) skip them
+ * from the moment the call returns. Sets keep the tombstones they were
+ * selected with.
+ *
  * Ownership: a tsdb_block owns its mappings; series sets borrow the block
  * (close it after freeing them). A block may be read from many threads at
  * once; a series set is used by one thread at a time.
@@ -105,25 +112,35 @@ int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen)
 void tsdb_block_close(tsdb_block *b);
 const tsdb_block_meta *tsdb_block_get_meta(const tsdb_block *b);
 const char *tsdb_block_dir(const tsdb_block *b);
-/* Reads every chunk and checks its CRC and that it decodes to its meta's
- * range: 0, or BASE_E_PARSE with the first bad chunk in err. */
+/* Reads every chunk (deleted samples too) and checks its CRC and that it
+ * decodes to its meta's range: 0, or BASE_E_PARSE with the first bad
+ * chunk in err. */
 int tsdb_block_verify(tsdb_block *b, char *err, size_t errlen);
 
 typedef struct tsdb_block_set tsdb_block_set;
 
 /* Series matching all matchers (n may be 0) with a chunk overlapping
- * [mint, maxt] (inclusive), sorted by labels. */
+ * [mint, maxt] (inclusive) and not wholly deleted there, sorted by
+ * labels. */
 int tsdb_block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
                       tsdb_block_set **ret);
 /* 1, 0 at the end, <0 (BASE_E_NOMEM). */
 int tsdb_block_set_next(tsdb_block_set *s);
 /* The current series' labels (valid until next/free). */
 const labels_set *tsdb_block_set_labels(const tsdb_block_set *s);
-/* The next sample of the current series within [mint, maxt]: 1, 0 at the
- * end, BASE_E_PARSE on a chunk with a bad CRC or encoding. */
+/* The next sample of the current series within [mint, maxt], deleted
+ * ones skipped: 1, 0 at the end, BASE_E_PARSE on a chunk with a bad CRC
+ * or encoding (the series' remaining samples are dropped). */
 int tsdb_block_set_sample(tsdb_block_set *s, int64_t *ret_t, double *ret_v);
+/* Up to cap (>= 1) next samples of the current series into t[] and v[], decoded
+ * straight into them: the count, 0 at the series' end, <0 as above. The
+ * samples before a damaged spot are returned first and the error by the
+ * next call, so the sequence equals that of tsdb_block_set_sample (the
+ * two may be mixed). */
+int tsdb_block_set_samples(tsdb_block_set *s, int64_t *t, double *v, size_t cap);
 /* The next chunk of the current series overlapping [mint, maxt], CRC
- * checked: 1 with data (encoding byte first, into the mapping), 0, <0. */
+ * checked: 1 with data (encoding byte first, into the mapping), 0, <0.
+ * Raw chunks: tombstones are not applied (tools). */
 int tsdb_block_set_chunk(tsdb_block_set *s, int64_t *ret_mint, int64_t *ret_maxt, const uint8_t **ret_data,
                          size_t *ret_len);
 size_t tsdb_block_set_count(const tsdb_block_set *s);
@@ -135,13 +152,31 @@ int tsdb_block_label_names(tsdb_block *b, labels_matcher *const *ms, size_t n, t
 int tsdb_block_label_values(tsdb_block *b, base_str name, labels_matcher *const *ms, size_t n,
                             tsdb_strs **ret);
 
+/* ---- deletion ----------------------------------------------------------- */
+
+/* Deletes the samples in [mint, maxt] (inclusive) of every series matching
+ * ms (n == 0: every series), as Prometheus 2.42's Block.Delete: a series
+ * with a chunk overlapping the range gets the range clamped to its first
+ * and last chunk as a tombstone, merged with the ones it has, and the
+ * block's tombstones file is rewritten (tmp + fsync + rename + fsync of
+ * the directory) before readers see the new table. ret_series (may be
+ * NULL) gets the number of series the range hit. One deletion at a time
+ * per block (others wait). Errors: BASE_E_IO (the block keeps its old
+ * tombstones), BASE_E_NOMEM. */
+int tsdb_block_tombstone(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                         uint64_t *ret_series, char *err, size_t errlen);
+/* Deleted intervals the block holds (Prometheus's numTombstones). */
+uint64_t tsdb_block_num_tombstones(tsdb_block *b);
+
 /* ---- compaction, retention, lock ---------------------------------------- */
 
 /* Merges blocks into one new block under parent: series merged by labels,
  * samples merged by time (a timestamp present in several blocks is taken
- * from the first block listed), re-chunked at o->chunk_samples. Range: the
- * union of the inputs'; level: their highest + 1; sources: the union. The
- * inputs are not deleted. BASE_E_LIMIT past TSDB_BLOCK_MAX_SOURCES. */
+ * from the first block listed), deleted samples left out, re-chunked at
+ * o->chunk_samples. Range: the union of the inputs'; level: their highest
+ * + 1; sources: the union. The inputs are not deleted. One block (n == 1)
+ * is rewritten without its deleted samples (cleaning tombstones).
+ * BASE_E_LIMIT past TSDB_BLOCK_MAX_SOURCES. */
 int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, const tsdb_block_wopts *o,
                        tsdb_block_meta *ret_meta, char *err, size_t errlen);
 

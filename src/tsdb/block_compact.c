@@ -3,7 +3,8 @@
  *
  * Design: compaction is a k-way merge (merge_int.h) of one select per
  * input block, fed to tsdb_block_write as a tsdb_series_src (ties: the
- * first input wins). Retention is a pure plan over metas
+ * first input wins); the selects skip deleted samples (tombstones), so
+ * the merged block holds none of them and no tombstones file. Retention is a pure plan over metas
  * (tsdb_retention_plan) plus a function that lists a data directory,
  * opens its blocks and deletes what the plan says. Deletion renames the
  * block to <ULID>.tmp-delete first, so a crash midway leaves a directory
@@ -62,10 +63,12 @@ int tsdb_block_compact(const char *parent, tsdb_block *const *blocks, size_t n, 
     size_t k = 0;
     for (size_t i = 0; i < ns; i++)
         if (k == 0 || memcmp(&src[i], &src[k - 1], 16)) src[k++] = src[i];
-    for (size_t i = 0; i < n; i++)
-        if ((e = tsdb_block_select(blocks[i], NULL, 0, INT64_MIN, INT64_MAX, &in[i])) ||
-            (e = tsdb__merge_add(&g, &tsdb__merge_block_ops, in[i])))
+    for (size_t i = 0; i < n; i++) { /* ranges: chain mode where blocks do not overlap */
+        const tsdb_block_meta *m = tsdb_block_get_meta(blocks[i]);
+        if ((e = tsdb_block_select(blocks[i], NULL, 0, m->mint, m->maxt - 1, &in[i])) ||
+            (e = tsdb__merge_add_range(&g, &tsdb__merge_block_ops, in[i], m->mint, m->maxt - 1)))
             goto out;
+    }
     tsdb_series_src s = {&g, tsdb__merge_src_next, tsdb__merge_src_sample};
     wo.level = level + 1;
     wo.nsources = (uint32_t)k;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/str.h"
 
 void tsdb__block_put_uv(base_buf *b, uint64_t v);
 void tsdb__block_put_sv(base_buf *b, int64_t v);
@@ -19,6 +20,15 @@ uint64_t tsdb__block_get_u64(const uint8_t *p);
 int tsdb__block_fsync_dir(const char *dir);
 /* Removes a directory tree (no symlinks followed): 0 or BASE_E_IO. */
 int tsdb__block_rm_rf(const char *dir);
+
+/* Label names (name NULL) or values of *name of the series matching ms,
+ * less the series that tombstones leave without a sample in [mint,
+ * maxt] (what the database's listings use). */
+struct tsdb_block;
+struct tsdb_strs;
+struct labels_matcher;
+int tsdb__block_label_list(struct tsdb_block *b, const base_str *name, struct labels_matcher *const *ms,
+                           size_t n, int64_t mint, int64_t maxt, struct tsdb_strs **ret);
 
 /* Opens an index from memory (copied), without chunk segments: every chunk
  * read fails with BASE_E_TRUNCATED. For the fuzz target. */

@@ -13,12 +13,21 @@
  * keeps series with a chunk in range. Chunk records are checked (bounds,
  * CRC) when read, so a damaged chunk file hurts only the series it holds.
  *
+ * Tombstones (tomb_int.h, format.h) are loaded at open into an immutable
+ * table; a deletion builds the next table, writes it to the tombstones
+ * file (tmp + fsync + rename + fsync of the directory) and only then
+ * publishes it, so a set sees the table of the moment it was selected.
+ * Reads skip deleted samples (a chunk wholly deleted is not even read),
+ * select drops series whose chunks in range are all wholly deleted, and
+ * listings drop series with no sample left in the asked range.
+ *
  * Invariants: after open every varint of the index decodes, every ref is
  * in range; readers never touch bytes outside the mappings.
  * Ownership: the block owns the mappings and tables; sets borrow it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +41,7 @@
 #include "tsdb/chunk.h"
 #include "tsdb/chunk_int.h"
 #include "tsdb/merge_int.h"
+#include "tsdb/tomb_int.h"
 #include "tsdb/wal.h"
 
 #define MAX_SEGMENTS 100000u
@@ -60,7 +70,86 @@ struct tsdb_block {
     size_t nseries;
     plist *post;
     size_t npost;
+    pthread_mutex_t tomb_mu; /* guards tomb (the pointer), lcache's allocation */
+    pthread_mutex_t tw_mu;   /* one deletion at a time */
+    tsdb__tomb *tomb;        /* NULL: nothing deleted */
+    /* LABELS CACHE. Building a series' label set interns every name and
+     * value (hash, table probe, shard lock), then drops them again: ~1 us
+     * a series, most of a select + next over many series. The sets a
+     * block builds are kept (one reference each) in lcache[id], filled on
+     * first use, for the block's life, within a process-wide budget
+     * (TSDB__LCACHE_BYTES): past it, sets are built per read as before. */
+    labels_set *_Atomic *_Atomic lcache;
+    int lcache_off;                /* the budget refused this block's table */
+    _Atomic uint64_t lcache_bytes; /* charged to the budget */
 };
+
+#define TSDB__LCACHE_BYTES ((int64_t)64 << 20)
+static _Atomic int64_t lcache_used;
+
+static int lcache_charge(int64_t n) {
+    if (atomic_fetch_add_explicit(&lcache_used, n, memory_order_relaxed) + n <= TSDB__LCACHE_BYTES) return 1;
+    atomic_fetch_sub_explicit(&lcache_used, n, memory_order_relaxed);
+    return 0;
+}
+
+/* The cached set of series id, referenced, or NULL. */
+static labels_set *lcache_get(tsdb_block *b, uint32_t id) {
+    labels_set *_Atomic *c = atomic_load_explicit(&b->lcache, memory_order_acquire);
+    labels_set *ls = c ? atomic_load_explicit(&c[id], memory_order_acquire) : NULL;
+    return ls ? labels_ref(ls) : NULL;
+}
+
+/* Offers ls as series id's set (the cache takes its own reference). */
+static void lcache_put(tsdb_block *b, uint32_t id, labels_set *ls) {
+    labels_set *_Atomic *c = atomic_load_explicit(&b->lcache, memory_order_acquire);
+    if (!c) {
+        pthread_mutex_lock(&b->tomb_mu);
+        c = atomic_load_explicit(&b->lcache, memory_order_relaxed);
+        if (!c && !b->lcache_off) {
+            int64_t need = (int64_t)(b->nseries + 1) * (int64_t)sizeof *c;
+            if (lcache_charge(need)) {
+                if ((c = calloc(b->nseries + 1, sizeof *c))) {
+                    atomic_fetch_add_explicit(&b->lcache_bytes, (uint64_t)need, memory_order_relaxed);
+                    atomic_store_explicit(&b->lcache, c, memory_order_release);
+                } else {
+                    atomic_fetch_sub_explicit(&lcache_used, need, memory_order_relaxed);
+                }
+            }
+            if (!c) b->lcache_off = 1; /* the budget is spent (or no memory): not for this block */
+        }
+        pthread_mutex_unlock(&b->tomb_mu);
+        if (!c) return;
+    }
+    int64_t need = (int64_t)labels_set_bytes(ls);
+    if (!lcache_charge(need)) return;
+    labels_set *exp = NULL, *mine = labels_ref(ls);
+    if (atomic_compare_exchange_strong_explicit(&c[id], &exp, mine, memory_order_release,
+                                                memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&b->lcache_bytes, (uint64_t)need, memory_order_relaxed);
+    } else { /* another reader was first */
+        labels_unref(mine);
+        atomic_fetch_sub_explicit(&lcache_used, need, memory_order_relaxed);
+    }
+}
+
+static void lcache_free(tsdb_block *b) {
+    labels_set *_Atomic *c = atomic_load_explicit(&b->lcache, memory_order_relaxed);
+    if (c) {
+        for (size_t i = 0; i < b->nseries; i++)
+            labels_unref(atomic_load_explicit(&c[i], memory_order_relaxed));
+        free((void *)c);
+    }
+    atomic_fetch_sub_explicit(&lcache_used, (int64_t)atomic_load(&b->lcache_bytes), memory_order_relaxed);
+}
+
+/* The current tombstones table, referenced (NULL when none). */
+static tsdb__tomb *tomb_get(tsdb_block *b) {
+    pthread_mutex_lock(&b->tomb_mu);
+    tsdb__tomb *t = tsdb__tomb_ref(b->tomb);
+    pthread_mutex_unlock(&b->tomb_mu);
+    return t;
+}
 
 static int map_file(const char *path, uint8_t **ret, size_t *ret_len) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -96,9 +185,31 @@ void tsdb_block_close(tsdb_block *b) {
     free(b->segs);
     free(b->syms);
     free(b->series);
+    lcache_free(b);
     free(b->post);
     free(b->dir);
+    tsdb__tomb_unref(b->tomb);
+    pthread_mutex_destroy(&b->tomb_mu);
+    pthread_mutex_destroy(&b->tw_mu);
     free(b);
+}
+
+static tsdb_block *block_alloc(const char *dir) {
+    tsdb_block *b = calloc(1, sizeof *b);
+    if (!b || !(b->dir = strdup(dir))) {
+        free(b);
+        return NULL;
+    }
+    pthread_mutex_init(&b->tomb_mu, NULL);
+    pthread_mutex_init(&b->tw_mu, NULL);
+    return b;
+}
+
+uint64_t tsdb_block_num_tombstones(tsdb_block *b) {
+    tsdb__tomb *t = tomb_get(b);
+    uint64_t n = t ? t->nivals : 0;
+    tsdb__tomb_unref(t);
+    return n;
 }
 
 const tsdb_block_meta *tsdb_block_get_meta(const tsdb_block *b) {
@@ -284,12 +395,25 @@ static int open_index(tsdb_block *b, const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Loads dir/tombstones if there is one. */
+static int load_tombstones(tsdb_block *b, char *err, size_t errlen) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/tombstones", b->dir);
+    uint8_t *m;
+    size_t len;
+    int e = map_file(p, &m, &len);
+    if (e == BASE_E_NOTFOUND) return 0;
+    if (e) return base_errf(err, errlen, e, "%s: cannot map: %s", p, base_strerror(e));
+    char msg[256];
+    e = tsdb__tomb_decode(m ? m : (const uint8_t *)"", len, b->nseries, &b->tomb, msg, sizeof msg);
+    if (m) munmap(m, len);
+    if (e == BASE_E_PARSE) return base_errf(err, errlen, e, "%s: %s", b->dir, msg);
+    return e;
+}
+
 int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen) {
-    tsdb_block *b = calloc(1, sizeof *b);
-    if (!b || !(b->dir = strdup(dir))) {
-        free(b);
-        return BASE_E_NOMEM;
-    }
+    tsdb_block *b = block_alloc(dir);
+    if (!b) return BASE_E_NOMEM;
     char p[4200];
     struct stat st;
     int e;
@@ -329,7 +453,7 @@ int tsdb_block_open(const char *dir, tsdb_block **ret, char *err, size_t errlen)
         b->segs[b->nsegs++] = s;
         total += s.len;
     }
-    e = 0;
+    if ((e = load_tombstones(b, err, errlen))) goto fail;
     b->meta.chunk_bytes = total; /* as on disk, for retention */
     *ret = b;
     return 0;
@@ -339,10 +463,10 @@ fail:
 }
 
 int tsdb__block_open_mem(const uint8_t *idx, size_t len, tsdb_block **ret, char *err, size_t errlen) {
-    tsdb_block *b = calloc(1, sizeof *b);
-    if (!b || !(b->dir = strdup("(memory)")) || !(b->idx = malloc(len + 1))) {
-        if (b) free(b->dir);
-        free(b);
+    tsdb_block *b = block_alloc("(memory)");
+    if (!b) return BASE_E_NOMEM;
+    if (!(b->idx = malloc(len + 1))) {
+        tsdb_block_close(b);
         return BASE_E_NOMEM;
     }
     b->owned_idx = 1;
@@ -392,7 +516,11 @@ struct tsdb_block_set {
     int64_t cprev;
     uint64_t cref;
     int in_chunk;
+    int pend; /* an error a batch read met after its samples */
     tsdb_chunk_it it;
+    tsdb__tomb *tomb;     /* the tombstones as of select (referenced) */
+    const tsdb__ival *iv; /* the current series' deleted intervals */
+    size_t niv, ivc;      /* their count, a cursor */
 };
 
 static int sym_find(const tsdb_block *b, base_str s, uint32_t *ret) {
@@ -493,7 +621,10 @@ static cur series_at(const tsdb_block *b, uint32_t id, uint64_t *ret_np) {
     return c;
 }
 
-static int overlaps(const tsdb_block *b, uint32_t id, int64_t mint, int64_t maxt) {
+/* Whether series id has a chunk overlapping [mint, maxt] whose part in
+ * that range is not wholly deleted by iv[0..niv). */
+static int overlaps(const tsdb_block *b, uint32_t id, int64_t mint, int64_t maxt, const tsdb__ival *iv,
+                    size_t niv) {
     uint64_t np;
     cur c = series_at(b, id, &np);
     for (uint64_t i = 0; i < 2 * np; i++) cuv(&c);
@@ -503,14 +634,17 @@ static int overlaps(const tsdb_block *b, uint32_t id, int64_t mint, int64_t maxt
         int64_t cm = pt + csv(&c);
         int64_t cx = cm + (int64_t)cuv(&c);
         cuv(&c);
-        if (cm <= maxt && cx >= mint) return 1;
+        if (cm <= maxt && cx >= mint &&
+            !(niv && tsdb__ivals_cover(iv, niv, cm > mint ? cm : mint, cx < maxt ? cx : maxt)))
+            return 1;
         pt = cx;
     }
     return 0;
 }
 
-int tsdb_block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
-                      tsdb_block_set **ret) {
+/* raw: tombstones not applied (verification reads what the files hold) */
+static int block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                        int raw, tsdb_block_set **ret) {
     tsdb_block_set *s = calloc(1, sizeof *s);
     if (!s) return BASE_E_NOMEM;
     int e = match_ids(b, ms, n, &s->ids, &s->n);
@@ -518,10 +652,14 @@ int tsdb_block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_
         free(s);
         return e;
     }
+    s->tomb = raw ? NULL : tomb_get(b);
     size_t k = 0;
-    if (mint <= b->meta.maxt - 1 && maxt >= b->meta.mint)
-        for (size_t i = 0; i < s->n; i++)
-            if (overlaps(b, s->ids[i], mint, maxt)) s->ids[k++] = s->ids[i];
+    if (mint <= maxt && mint <= b->meta.maxt - 1 && maxt >= b->meta.mint)
+        for (size_t i = 0; i < s->n; i++) {
+            size_t niv;
+            const tsdb__ival *iv = tsdb__tomb_get(s->tomb, s->ids[i], &niv);
+            if (overlaps(b, s->ids[i], mint, maxt, iv, niv)) s->ids[k++] = s->ids[i];
+        }
     s->n = k;
     s->b = b;
     s->mint = mint;
@@ -529,6 +667,11 @@ int tsdb_block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_
     labels_builder_init(&s->lb);
     *ret = s;
     return 0;
+}
+
+int tsdb_block_select(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                      tsdb_block_set **ret) {
+    return block_select(b, ms, n, mint, maxt, 0, ret);
 }
 
 size_t tsdb_block_set_count(const tsdb_block_set *s) {
@@ -539,6 +682,7 @@ void tsdb_block_set_free(tsdb_block_set *s) {
     if (!s) return;
     labels_unref(s->ls);
     labels_builder_free(&s->lb);
+    tsdb__tomb_unref(s->tomb);
     free(s->ids);
     free(s);
 }
@@ -548,18 +692,28 @@ int tsdb_block_set_next(tsdb_block_set *s) {
     s->ls = NULL;
     s->in_chunk = 0;
     s->cleft = 0;
+    s->pend = 0;
     if (s->pos >= s->n) return 0;
     uint32_t id = s->ids[s->pos++];
+    s->iv = tsdb__tomb_get(s->tomb, id, &s->niv);
+    s->ivc = 0;
     uint64_t np;
     cur c = series_at(s->b, id, &np);
-    labels_builder_reset(&s->lb);
-    for (uint64_t i = 0; i < np; i++) {
-        uint64_t a = cuv(&c), v = cuv(&c);
-        int e = labels_builder_add(&s->lb, s->b->syms[a], s->b->syms[v]);
+    labels_set *cached = lcache_get(s->b, id);
+    if (cached) { /* skip the pairs */
+        s->ls = cached;
+        for (uint64_t i = 0; i < 2 * np; i++) cuv(&c);
+    } else {
+        labels_builder_reset(&s->lb);
+        for (uint64_t i = 0; i < np; i++) {
+            uint64_t a = cuv(&c), v = cuv(&c);
+            int e = labels_builder_add(&s->lb, s->b->syms[a], s->b->syms[v]);
+            if (e) return e;
+        }
+        int e = labels_builder_finish(&s->lb, 0, &s->ls, NULL, 0);
         if (e) return e;
+        lcache_put(s->b, id, s->ls);
     }
-    int e = labels_builder_finish(&s->lb, 0, &s->ls, NULL, 0);
-    if (e) return e;
     s->cleft = cuv(&c);
     s->chunks = c;
     s->cprev = s->b->meta.mint;
@@ -596,12 +750,46 @@ int tsdb_block_set_chunk(tsdb_block_set *s, int64_t *ret_mint, int64_t *ret_maxt
     return 0;
 }
 
+/* Moves to the next chunk of the current series that overlaps [mint,
+ * maxt] and is not wholly deleted there: 1 with s->it ready, 0 at the
+ * end, <0 for a chunk that cannot be read (the series ends). */
+static int open_chunk(tsdb_block_set *s) {
+    while (s->cleft) {
+        s->cleft--;
+        int64_t cm = s->cprev + csv(&s->chunks);
+        int64_t cx = cm + (int64_t)cuv(&s->chunks);
+        s->cref += cuv(&s->chunks);
+        s->cprev = cx;
+        if (cm > s->maxt || cx < s->mint) continue;
+        if (s->niv &&
+            tsdb__ivals_cover(s->iv, s->niv, cm > s->mint ? cm : s->mint, cx < s->maxt ? cx : s->maxt))
+            continue;
+        const uint8_t *d;
+        size_t len;
+        int e = read_chunk(s->b, s->cref, &d, &len);
+        if (e) {
+            s->cleft = 0;
+            return e == BASE_E_TRUNCATED ? BASE_E_TRUNCATED : BASE_E_PARSE;
+        }
+        tsdb_chunk_it_init(&s->it, d, len);
+        s->in_chunk = 1;
+        return 1;
+    }
+    return 0;
+}
+
 int tsdb_block_set_sample(tsdb_block_set *s, int64_t *ret_t, double *ret_v) {
+    if (s->pend) {
+        int e = s->pend;
+        s->pend = 0;
+        return e;
+    }
     for (;;) {
         if (s->in_chunk) {
             bool ok = tsdb_chunk_it_next(&s->it);
             while (ok && s->it.t < s->mint) ok = tsdb_chunk_it_next(&s->it);
             if (ok && s->it.t <= s->maxt) {
+                if (s->niv && tsdb__ivals_hit(s->iv, s->niv, &s->ivc, s->it.t)) continue;
                 *ret_t = s->it.t;
                 *ret_v = s->it.v;
                 return 1;
@@ -614,27 +802,132 @@ int tsdb_block_set_sample(tsdb_block_set *s, int64_t *ret_t, double *ret_v) {
             s->in_chunk = 0;
             if (ok) s->cleft = 0; /* past maxt */
         }
-        int64_t cm, cx;
-        const uint8_t *d;
-        size_t len;
-        int r = tsdb_block_set_chunk(s, &cm, &cx, &d, &len);
+        int r = open_chunk(s);
         if (r <= 0) return r;
-        tsdb_chunk_it_init(&s->it, d, len);
-        s->in_chunk = 1;
     }
+}
+
+/* First index of t[0..n) (ascending) with t[i] > x. */
+static size_t upper(const int64_t *t, size_t n, int64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int tsdb_block_set_samples(tsdb_block_set *s, int64_t *t, double *v, size_t cap) {
+    if (!cap) return BASE_E_INVAL;
+    if (s->pend) {
+        int e = s->pend;
+        s->pend = 0;
+        return e;
+    }
+    if (cap > INT32_MAX) cap = INT32_MAX;
+    size_t k = 0;
+    while (k < cap) {
+        if (!s->in_chunk) {
+            int r = open_chunk(s);
+            if (r == 0) break;
+            if (r < 0) {
+                if (!k) return r;
+                s->pend = r;
+                break;
+            }
+        }
+        /* decode straight into the caller's arrays, then cut to the range
+         * (only the first and last chunks have samples outside it) */
+        size_t want = cap - k, r = tsdb_chunk_it_next_n(&s->it, t + k, v + k, want);
+        int64_t *tk = t + k;
+        double *vk = v + k;
+        size_t j0 = r && tk[0] < s->mint ? upper(tk, r, s->mint - 1) : 0;
+        size_t j1 = r && tk[r - 1] > s->maxt ? upper(tk, r, s->maxt) : r;
+        if (j0 > j1) j0 = j1;
+        size_t cnt = j1 - j0;
+        if (j0 && cnt) {
+            memmove(tk, tk + j0, cnt * sizeof *tk);
+            memmove(vk, vk + j0, cnt * sizeof *vk);
+        }
+        if (s->niv && cnt) cnt = tsdb__ivals_filter(s->iv, s->niv, &s->ivc, tk, vk, cnt);
+        k += cnt;
+        if (j1 < r) { /* past maxt: the series ends here */
+            s->in_chunk = 0;
+            s->cleft = 0;
+            break;
+        }
+        if (r < want) { /* the chunk ended, or failed */
+            s->in_chunk = 0;
+            if (tsdb_chunk_it_err(&s->it)) {
+                s->cleft = 0;
+                if (!k) return BASE_E_PARSE;
+                s->pend = BASE_E_PARSE;
+                break;
+            }
+        }
+    }
+    return (int)k;
 }
 
 /* ---- label listings ------------------------------------------------------- */
 
+/* Whether series id keeps a sample in [mint, maxt] under the tombstones
+ * t (a damaged chunk counts as kept: the listing stays conservative). */
+static int series_live(tsdb_block *b, tsdb__tomb *t, uint32_t id, int64_t mint, int64_t maxt) {
+    if (mint < b->meta.mint) mint = b->meta.mint;
+    if (maxt > b->meta.maxt - 1) maxt = b->meta.maxt - 1;
+    tsdb_block_set s = {.b = b, .mint = mint, .maxt = maxt, .ids = &id, .n = 1, .tomb = t};
+    labels_builder_init(&s.lb);
+    int live = 1;
+    if (mint > maxt) {
+        live = 0;
+    } else if (tsdb_block_set_next(&s) == 1) {
+        int64_t tt;
+        double vv;
+        live = tsdb_block_set_sample(&s, &tt, &vv) != 0;
+    }
+    labels_unref(s.ls);
+    labels_builder_free(&s.lb);
+    return live;
+}
+
+/* The series that tombstones leave without a sample in [mint, maxt]
+ * (ascending; *ret NULL when none). */
+static int dead_ids(tsdb_block *b, int64_t mint, int64_t maxt, uint32_t **ret, size_t *ret_n) {
+    *ret = NULL;
+    *ret_n = 0;
+    tsdb__tomb *t = tomb_get(b);
+    if (!t) return 0;
+    uint32_t *v = NULL;
+    size_t n = 0;
+    int e = 0;
+    for (size_t i = 0; i < t->nser && !e; i++) {
+        if (series_live(b, t, (uint32_t)t->ids[i], mint, maxt)) continue;
+        if (!v && !(v = malloc(t->nser * sizeof *v))) {
+            e = BASE_E_NOMEM;
+            break;
+        }
+        v[n++] = (uint32_t)t->ids[i];
+    }
+    tsdb__tomb_unref(t);
+    if (e) return e;
+    *ret = v;
+    *ret_n = n;
+    return 0;
+}
+
 /* Symbols (names when want_name, else values of name sym nm) of the
- * matching series; seen[] marks symbol refs. Output in symbol order, which
- * is sorted. */
+ * matching series, less those deleted in [mint, maxt]; seen[] marks
+ * symbol refs. Output in symbol order, which is sorted. */
 static int list_syms(tsdb_block *b, int want_name, base_str name, labels_matcher *const *ms, size_t n,
-                     tsdb_strs **ret) {
+                     int64_t mint, int64_t maxt, tsdb_strs **ret) {
     uint8_t *seen = calloc(b->nsyms + 1, 1);
     base_str *v = malloc((b->nsyms + 1) * sizeof *v);
-    uint32_t *ids = NULL;
-    size_t nids = 0;
+    uint32_t *ids = NULL, *dead = NULL;
+    size_t nids = 0, ndead = 0;
     int e = BASE_E_NOMEM;
     if (!seen || !v) goto out;
     uint32_t nm = 0;
@@ -643,7 +936,9 @@ static int list_syms(tsdb_block *b, int want_name, base_str name, labels_matcher
         e = tsdb__strs_make(v, 0, ret);
         goto out;
     }
-    if (n == 0) {
+    if ((e = dead_ids(b, mint, maxt, &dead, &ndead))) goto out;
+    e = BASE_E_NOMEM;
+    if (n == 0 && !ndead) {
         for (size_t k = 0; k < b->npost; k++)
             if (want_name)
                 seen[b->post[k].name] = 1;
@@ -651,7 +946,9 @@ static int list_syms(tsdb_block *b, int want_name, base_str name, labels_matcher
                 seen[b->post[k].value] = 1;
     } else {
         if ((e = match_ids(b, ms, n, &ids, &nids))) goto out;
-        for (size_t i = 0; i < nids; i++) {
+        for (size_t i = 0, d = 0; i < nids; i++) {
+            while (d < ndead && dead[d] < ids[i]) d++;
+            if (d < ndead && dead[d] == ids[i]) continue;
             uint64_t np;
             cur c = series_at(b, ids[i], &np);
             for (uint64_t j = 0; j < np; j++) {
@@ -671,23 +968,129 @@ out:
     free(seen);
     free(v);
     free(ids);
+    free(dead);
     return e;
 }
 
 int tsdb_block_label_names(tsdb_block *b, labels_matcher *const *ms, size_t n, tsdb_strs **ret) {
-    return list_syms(b, 1, (base_str){0}, ms, n, ret);
+    return list_syms(b, 1, (base_str){0}, ms, n, INT64_MIN, INT64_MAX, ret);
 }
 
 int tsdb_block_label_values(tsdb_block *b, base_str name, labels_matcher *const *ms, size_t n,
                             tsdb_strs **ret) {
-    return list_syms(b, 0, name, ms, n, ret);
+    return list_syms(b, 0, name, ms, n, INT64_MIN, INT64_MAX, ret);
+}
+
+int tsdb__block_label_list(tsdb_block *b, const base_str *name, labels_matcher *const *ms, size_t n,
+                           int64_t mint, int64_t maxt, tsdb_strs **ret) {
+    return list_syms(b, name == NULL, name ? *name : (base_str){0}, ms, n, mint, maxt, ret);
+}
+
+/* ---- deletion ---------------------------------------------------------------- */
+
+/* Writes the table as dir/tombstones: tmp file, fsync, rename, fsync of
+ * the directory (format.h). */
+static int write_tombstones(const char *dir, const tsdb__tomb *t, char *err, size_t errlen) {
+    base_buf out = BASE_BUF_INIT;
+    int e = tsdb__tomb_encode(t, &out);
+    if (e) {
+        base_buf_free(&out);
+        return e;
+    }
+    char tmp[4200], p[4200];
+    snprintf(tmp, sizeof tmp, "%s/tombstones.tmp", dir);
+    snprintf(p, sizeof p, "%s/tombstones", dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        base_buf_free(&out);
+        return base_errf(err, errlen, BASE_E_IO, "create %s: %s", tmp, strerror(errno));
+    }
+    size_t off = 0;
+    while (off < out.len && !e) {
+        ssize_t k = write(fd, out.data + off, out.len - off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0)
+            e = base_errf(err, errlen, BASE_E_IO, "write %s: %s", tmp, strerror(errno));
+        else
+            off += (size_t)k;
+    }
+    if (!e && fsync(fd)) e = base_errf(err, errlen, BASE_E_IO, "fsync %s: %s", tmp, strerror(errno));
+    close(fd);
+    base_buf_free(&out);
+    if (!e && rename(tmp, p)) e = base_errf(err, errlen, BASE_E_IO, "rename %s: %s", tmp, strerror(errno));
+    if (!e && tsdb__block_fsync_dir(dir)) e = base_errf(err, errlen, BASE_E_IO, "fsync %s failed", dir);
+    if (e) unlink(tmp);
+    return e;
+}
+
+static int tomb_same(const tsdb__tomb *a, const tsdb__tomb *b) {
+    if (!a || !b) return !a && !b;
+    return a->nser == b->nser && a->nivals == b->nivals &&
+           !memcmp(a->ids, b->ids, a->nser * sizeof *a->ids) &&
+           !memcmp(a->off, b->off, (a->nser + 1) * sizeof *a->off) &&
+           !memcmp(a->iv, b->iv, a->nivals * sizeof *a->iv);
+}
+
+int tsdb_block_tombstone(tsdb_block *b, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                         uint64_t *ret_series, char *err, size_t errlen) {
+    if (mint > maxt || mint > b->meta.maxt - 1 || maxt < b->meta.mint) {
+        if (ret_series) *ret_series = 0;
+        return 0;
+    }
+    pthread_mutex_lock(&b->tw_mu);
+    uint32_t *ids = NULL;
+    size_t nids = 0, ns = 0;
+    tsdb__stone *st = NULL;
+    tsdb__tomb *old = NULL, *nt = NULL;
+    int e = match_ids(b, ms, n, &ids, &nids);
+    if (!e && nids && !(st = malloc(nids * sizeof *st))) e = BASE_E_NOMEM;
+    for (size_t i = 0; i < nids && !e; i++) {
+        /* as Prometheus: a series with a chunk overlapping the range gets
+         * the range clamped to its first and last chunk */
+        uint64_t np;
+        cur c = series_at(b, ids[i], &np);
+        for (uint64_t j = 0; j < 2 * np; j++) cuv(&c);
+        uint64_t nc = cuv(&c);
+        int64_t pt = b->meta.mint, first = 0;
+        int hit = 0;
+        for (uint64_t j = 0; j < nc; j++) {
+            int64_t cm = pt + csv(&c);
+            int64_t cx = cm + (int64_t)cuv(&c);
+            cuv(&c);
+            if (!j) first = cm;
+            hit |= cm <= maxt && cx >= mint;
+            pt = cx;
+        }
+        if (hit) st[ns++] = (tsdb__stone){ids[i], {mint > first ? mint : first, maxt < pt ? maxt : pt}};
+    }
+    if (!e && ns) {
+        old = tomb_get(b);
+        e = tsdb__tomb_build(old, st, ns, &nt);
+        if (!e && !tomb_same(old, nt)) e = write_tombstones(b->dir, nt, err, errlen);
+        if (!e) {
+            pthread_mutex_lock(&b->tomb_mu);
+            tsdb__tomb *prev = b->tomb;
+            b->tomb = nt;
+            pthread_mutex_unlock(&b->tomb_mu);
+            tsdb__tomb_unref(prev);
+            nt = NULL;
+        }
+    }
+    pthread_mutex_unlock(&b->tw_mu);
+    tsdb__tomb_unref(old);
+    tsdb__tomb_unref(nt);
+    free(ids);
+    free(st);
+    if (e) return e == BASE_E_NOMEM ? base_errf(err, errlen, e, "%s: out of memory", b->dir) : e;
+    if (ret_series) *ret_series = ns;
+    return 0;
 }
 
 /* ---- verification ----------------------------------------------------------- */
 
 int tsdb_block_verify(tsdb_block *b, char *err, size_t errlen) {
     tsdb_block_set *s;
-    int e = tsdb_block_select(b, NULL, 0, INT64_MIN, INT64_MAX, &s);
+    int e = block_select(b, NULL, 0, INT64_MIN, INT64_MAX, 1, &s);
     if (e) return e;
     uint64_t samples = 0;
     int r;

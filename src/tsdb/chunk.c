@@ -159,6 +159,12 @@ bool tsdb_chunk_it_next(tsdb_chunk_it *it) {
     return it->enc == TSDB_ENC_XOR ? tsdb__xor_it_next(it) : tsdb__kv_it_next(it);
 }
 
+size_t tsdb_chunk_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap) {
+    if (it->err || it->i >= it->n) return 0;
+    if (cap > it->n - it->i) cap = it->n - it->i;
+    return it->enc == TSDB_ENC_XOR ? tsdb__xor_it_next_n(it, t, v, cap) : tsdb__kv_it_next_n(it, t, v, cap);
+}
+
 bool tsdb_chunk_it_seek(tsdb_chunk_it *it, int64_t t) {
     if (it->err) return false;
     while (it->i == 0 || it->t < t)

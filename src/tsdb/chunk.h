@@ -201,6 +201,12 @@ typedef struct tsdb_chunk_it {
 int tsdb_chunk_it_init(tsdb_chunk_it *it, const uint8_t *data, size_t len);
 /* Advances to the next sample; false at the end or on error. */
 bool tsdb_chunk_it_next(tsdb_chunk_it *it);
+/* Decodes up to cap samples into t[] and v[], exactly as that many
+ * next() calls would (same samples, same checks, same sticky error), in
+ * one tight loop: returns how many. Fewer than cap means the chunk ended
+ * or failed (tsdb_chunk_it_err); without a failure it->t, it->v hold the
+ * last sample decoded. */
+size_t tsdb_chunk_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap);
 /* Advances to the first sample with timestamp >= t, never backwards (as
  * Prometheus's Seek); false if there is none or on error. */
 bool tsdb_chunk_it_seek(tsdb_chunk_it *it, int64_t t);

@@ -90,6 +90,18 @@ static inline void tsdb__br_init(tsdb__br *r, const uint8_t *p, size_t n) {
 }
 
 static inline void tsdb__br_refill(tsdb__br *r) {
+    if (r->nacc <= 56 && r->end - r->p >= 8) {
+        /* a word at a time: as many whole bytes as fit, big endian */
+        uint64_t x;
+        memcpy(&x, r->p, 8);
+        x = __builtin_bswap64(x);
+        unsigned take = (64 - r->nacc) >> 3, keep = r->nacc + take * 8;
+        uint64_t mask = keep == 64 ? ~0ull : ~(~0ull >> keep);
+        r->acc |= (x >> r->nacc) & mask;
+        r->p += take;
+        r->nacc = keep;
+        return;
+    }
     while (r->nacc <= 56 && r->p < r->end) {
         r->acc |= (uint64_t)*r->p++ << (56 - r->nacc);
         r->nacc += 8;
@@ -268,6 +280,8 @@ size_t tsdb__xor_size(const tsdb_chunk_app *a);
 void tsdb__xor_emit(const tsdb_chunk_app *a, uint8_t *out);
 void tsdb__xor_it_init(tsdb_chunk_it *it, const uint8_t *data, size_t len);
 bool tsdb__xor_it_next(tsdb_chunk_it *it);
+/* Up to cap samples, as that many next calls (cap <= samples left). */
+size_t tsdb__xor_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap);
 
 int tsdb__kv_append(tsdb_chunk_app *a, int64_t t, double v);
 /* Cuts the chunk into out, choosing deltas or deltas of deltas for int/dec
@@ -279,6 +293,7 @@ void tsdb__kv_emit(const tsdb_chunk_app *a, uint8_t *out);
 uint8_t tsdb__kv_enc(const tsdb_chunk_app *a);
 void tsdb__kv_it_init(tsdb_chunk_it *it, const uint8_t *data, size_t len);
 bool tsdb__kv_it_next(tsdb_chunk_it *it);
+size_t tsdb__kv_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap);
 
 /* Serialises stream w plus extra tail bits (value tail, count ntail <= 32)
  * into out, padded with zero bits to a byte; returns the byte count.

@@ -351,7 +351,7 @@ static inline unsigned rc_tail(const tsdb__rc *c) {
 }
 
 /* Reads a Rice code at k: 0 with *u, 1 for an exception (bits in *u). */
-static inline int rice_get(tsdb__br *r, unsigned k, uint64_t *u) {
+static inline __attribute__((always_inline)) int rice_get(tsdb__br *r, unsigned k, uint64_t *u) {
     unsigned q = tsdb__br_ones(r, QMAX);
     if (q < QMAX) {
         *u = ((uint64_t)q << k) | tsdb__br_get(r, k);
@@ -375,7 +375,8 @@ static inline int rice_get(tsdb__br *r, unsigned k, uint64_t *u) {
 
 /* Decodes one sample; left = samples left in this stream, this one
  * included. Returns 0 with residual *u, 1 for an exception (bits in *u). */
-static int rc_get(tsdb__rc *c, tsdb__br *r, uint32_t left, int learn, uint64_t *u) {
+static inline __attribute__((always_inline)) int rc_get(tsdb__rc *c, tsdb__br *r, uint32_t left, int learn,
+                                                        uint64_t *u) {
     if (c->inrun) {
         if (c->run) {
             c->run--;
@@ -931,7 +932,7 @@ fail:
     it->err = err;
 }
 
-bool tsdb__kv_it_next(tsdb_chunk_it *it) {
+static inline __attribute__((always_inline)) bool kv_next(tsdb_chunk_it *it) {
     uint32_t i = it->i, left = it->n - i;
     uint64_t u = 0;
     int bad = 0;
@@ -990,4 +991,43 @@ bool tsdb__kv_it_next(tsdb_chunk_it *it) {
     it->v = tsdb__bitsd(it->vbits);
     it->i++;
     return true;
+}
+
+bool tsdb__kv_it_next(tsdb_chunk_it *it) {
+    return kv_next(it);
+}
+
+/* As tsdb__xor_it_next_n. Constant chunks at a steady interval (the most
+ * common kind: up/info/limit series) are generated without decoding: only
+ * the last sample runs the decoder, which checks the chunk's end. */
+size_t tsdb__kv_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap) {
+    tsdb_chunk_it x = *it;
+    size_t k = 0;
+    if (x.vmode == TSDB_ENC_CONST && x.regular) {
+        if (x.i == 0 && k < cap && kv_next(&x)) {
+            t[k] = x.t;
+            v[k] = x.v;
+            k++;
+        }
+        /* sample i (>= 1) is t_prev + dt; the decoder would fail on a
+         * wrapping time, which stops this loop before it */
+        double c = tsdb__bitsd(x.vbits);
+        while (k < cap && !x.err && x.i >= 1 && x.i + 1 < x.n) {
+            int64_t nt = (int64_t)((uint64_t)x.t + x.dt);
+            if (nt <= x.t) break;
+            x.t = nt;
+            x.v = c;
+            x.i++;
+            t[k] = nt;
+            v[k] = c;
+            k++;
+        }
+    }
+    while (k < cap && kv_next(&x)) {
+        t[k] = x.t;
+        v[k] = x.v;
+        k++;
+    }
+    *it = x;
+    return k;
 }

@@ -137,7 +137,7 @@ static uint64_t bits_uvarint(tsdb__br *r) {
     return 0;
 }
 
-bool tsdb__xor_it_next(tsdb_chunk_it *it) {
+static inline __attribute__((always_inline)) bool xor_next(tsdb_chunk_it *it) {
     tsdb__br *r = &it->tr;
     int64_t prev = it->t;
     if (it->i == 0) {
@@ -171,4 +171,22 @@ bool tsdb__xor_it_next(tsdb_chunk_it *it) {
     it->v = tsdb__bitsd(it->vbits);
     it->i++;
     return true;
+}
+
+bool tsdb__xor_it_next(tsdb_chunk_it *it) {
+    return xor_next(it);
+}
+
+/* The decoder inlined in a loop over a local copy of the iterator (its
+ * fields stay in registers: the output arrays cannot alias a local). */
+size_t tsdb__xor_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap) {
+    tsdb_chunk_it x = *it;
+    size_t k = 0;
+    while (k < cap && xor_next(&x)) {
+        t[k] = x.t;
+        v[k] = x.v;
+        k++;
+    }
+    *it = x;
+    return k;
 }

@@ -32,6 +32,7 @@
 
 #include "base/err.h"
 #include "base/time.h"
+#include "tsdb/block_int.h"
 #include "tsdb/merge_int.h"
 
 #define DAY_MS            (24LL * 3600 * 1000)
@@ -169,6 +170,7 @@ struct tsdb_db {
 
     pthread_mutex_t st_mu;
     uint64_t head_cuts, compactions, compactions_failed, retention_deleted, maintain_runs, maintain_failed;
+    uint64_t tombstone_cleanups;
     char last_error[256];
 };
 
@@ -591,7 +593,55 @@ static size_t plan(tsdb_db *db, dblock *const *v, size_t n, size_t *idx) {
             i = j;
         }
     }
+    /* one block rewritten for its tombstones (Prometheus 2.42's planner),
+     * newest first, never the newest: one at least half the largest range
+     * wide with more than 5% of its series deleted, or a narrower one
+     * where every series has a tombstone */
+    for (size_t i = n - 1; i-- > 0;) {
+        const tsdb_block_meta *bm = tsdb_block_get_meta(v[i]->b);
+        uint64_t nt = tsdb_block_num_tombstones(v[i]->b);
+        if (bm->maxt - bm->mint < db->ranges[db->nranges / 2]) {
+            if (nt > 0 && nt >= bm->num_series) {
+                idx[0] = i;
+                return 1;
+            }
+            break;
+        }
+        if ((double)nt / (double)(bm->num_series + 1) > 0.05) {
+            idx[0] = i;
+            return 1;
+        }
+    }
     return 0;
+}
+
+/* Replaces blocks din[0..k) by one merged from them (k == 1: the block
+ * rewritten without its deleted samples). The new block is in place
+ * before the old ones go, and it lists their sources at a higher level,
+ * so a crash in between leaves what open removes; a result without series
+ * is not kept. */
+static int replace_blocks(tsdb_db *db, dblock *const *din, size_t k, char *err, size_t errlen) {
+    tsdb_block **in = malloc(k * sizeof *in);
+    if (!in) return BASE_E_NOMEM;
+    for (size_t i = 0; i < k; i++) in[i] = din[i]->b;
+    tsdb_block_meta meta;
+    tsdb_block_wopts wo = {.chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES};
+    int e = tsdb_block_compact(db->path, in, k, &wo, &meta, err, errlen);
+    free(in);
+    if (e) return e;
+    char ulid[27], *dir;
+    tsdb_ulid_format(&meta.ulid, ulid);
+    tsdb_block *nb;
+    if (!(dir = path_join(db->path, ulid))) {
+        e = BASE_E_NOMEM;
+    } else if (meta.num_series == 0) {
+        e = tsdb_block_delete(dir, err, errlen);
+    } else if (!(e = tsdb_block_open(dir, &nb, err, errlen)) && (e = list_add(db, nb))) {
+        tsdb_block_close(nb);
+    }
+    free(dir);
+    if (!e) e = list_remove(db, din, k, err, errlen);
+    return e;
 }
 
 static int compact(tsdb_db *db, char *err, size_t errlen) {
@@ -601,38 +651,18 @@ static int compact(tsdb_db *db, char *err, size_t errlen) {
         int e = list_snapshot(db, &v, &n);
         if (e) return e;
         size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-        tsdb_block **in = malloc((n ? n : 1) * sizeof *in);
         dblock **din = malloc((n ? n : 1) * sizeof *din);
-        size_t k = idx && in && din ? plan(db, v, n, idx) : 0;
-        if (!idx || !in || !din) e = BASE_E_NOMEM;
-        for (size_t i = 0; i < k; i++) {
-            in[i] = v[idx[i]]->b;
-            din[i] = v[idx[i]];
-        }
-        if (k >= 2) {
-            tsdb_block_meta meta;
-            tsdb_block_wopts wo = {.chunk_samples = TSDB_BLOCK_CHUNK_SAMPLES};
-            e = tsdb_block_compact(db->path, in, k, &wo, &meta, err, errlen);
-            if (!e) {
-                char ulid[27], *dir;
-                tsdb_ulid_format(&meta.ulid, ulid);
-                tsdb_block *nb;
-                if (!(dir = path_join(db->path, ulid))) {
-                    e = BASE_E_NOMEM;
-                } else if (!(e = tsdb_block_open(dir, &nb, err, errlen)) && (e = list_add(db, nb))) {
-                    tsdb_block_close(nb);
-                }
-                free(dir);
-                if (!e) e = list_remove(db, din, k, err, errlen);
-                if (!e) count(db, &db->compactions, 1);
-            }
-            if (e) count(db, &db->compactions_failed, 1);
+        size_t k = idx && din ? plan(db, v, n, idx) : 0;
+        if (!idx || !din) e = BASE_E_NOMEM;
+        for (size_t i = 0; i < k; i++) din[i] = v[idx[i]];
+        if (k) {
+            e = replace_blocks(db, din, k, err, errlen);
+            count(db, e ? &db->compactions_failed : &db->compactions, 1);
         }
         free(idx);
-        free(in);
         free(din);
         snapshot_free(v, n);
-        if (e || k < 2) return e;
+        if (e || !k) return e;
     }
     return 0;
 }
@@ -749,6 +779,57 @@ static void *maint_thread(void *arg) {
     return NULL;
 }
 
+/* ---- deletion ----------------------------------------------------------- */
+
+static int overlaps(const tsdb_block_meta *m, int64_t mint, int64_t maxt);
+
+int tsdb_db_delete(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, char *err,
+                   size_t errlen) {
+    if (db->o.read_only) return base_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
+    if (mint > maxt) return 0;
+    /* as Prometheus: not while blocks are cut or compacted (maint_mu), so
+     * no block that a deletion missed can replace one it hit */
+    pthread_mutex_lock(&db->maint_mu);
+    dblock **v = NULL;
+    size_t nb = 0;
+    int e = list_snapshot(db, &v, &nb);
+    if (e) {
+        pthread_mutex_unlock(&db->maint_mu);
+        return base_errf(err, errlen, e, "delete: %s", base_strerror(e));
+    }
+    /* every place is tried; the first error is returned */
+    for (size_t i = 0; i < nb; i++) {
+        if (!overlaps(tsdb_block_get_meta(v[i]->b), mint, maxt)) continue;
+        int be = tsdb_block_tombstone(v[i]->b, ms, n, mint, maxt, NULL, e ? NULL : err, e ? 0 : errlen);
+        if (be && !e) e = be;
+    }
+    int he = tsdb_head_delete(db->head, ms, n, mint, maxt, NULL);
+    if (he && !e) e = base_errf(err, errlen, he, "head: %s", base_strerror(he));
+    snapshot_free(v, nb);
+    pthread_mutex_unlock(&db->maint_mu);
+    return e;
+}
+
+int tsdb_db_clean_tombstones(tsdb_db *db, char *err, size_t errlen) {
+    if (db->o.read_only) return base_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
+    pthread_mutex_lock(&db->maint_mu);
+    dblock **v = NULL;
+    size_t nb = 0;
+    int e = list_snapshot(db, &v, &nb);
+    if (e) {
+        pthread_mutex_unlock(&db->maint_mu);
+        return base_errf(err, errlen, e, "clean tombstones: %s", base_strerror(e));
+    }
+    for (size_t i = 0; i < nb && !e; i++) {
+        if (!tsdb_block_num_tombstones(v[i]->b)) continue;
+        e = replace_blocks(db, &v[i], 1, err, errlen);
+        if (!e) count(db, &db->tombstone_cleanups, 1);
+    }
+    snapshot_free(v, nb);
+    pthread_mutex_unlock(&db->maint_mu);
+    return e;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 void tsdb_db_set_free(tsdb_db_set *s) {
@@ -803,18 +884,24 @@ int tsdb_db_select(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t min
     s->blocks = calloc(cnt ? cnt : 1, sizeof *s->blocks);
     s->bsets = calloc(cnt ? cnt : 1, sizeof *s->bsets);
     if (!s->blocks || !s->bsets) e = BASE_E_NOMEM;
+    /* each source reads exactly its own range (a block's [mint, maxt - 1],
+     * the head above its floor): where those do not overlap, a series is
+     * the concatenation of its pieces (merge_int.h CHAIN MODE) */
     for (size_t i = 0; i < db->nblocks && !e; i++) {
         dblock *d = db->blocks[i];
-        if (!overlaps(tsdb_block_get_meta(d->b), mint, maxt)) continue;
-        if ((e = tsdb_block_select(d->b, ms, n, mint, maxt, &s->bsets[s->nb]))) break;
+        const tsdb_block_meta *bm = tsdb_block_get_meta(d->b);
+        if (!overlaps(bm, mint, maxt)) continue;
+        int64_t lo = bm->mint > mint ? bm->mint : mint, hi = bm->maxt - 1 < maxt ? bm->maxt - 1 : maxt;
+        if ((e = tsdb_block_select(d->b, ms, n, lo, hi, &s->bsets[s->nb]))) break;
         atomic_fetch_add_explicit(&d->rc, 1, memory_order_relaxed);
         s->blocks[s->nb++] = d;
-        e = tsdb__merge_add(&s->m, &tsdb__merge_block_ops, s->bsets[s->nb - 1]);
+        e = tsdb__merge_add_range(&s->m, &tsdb__merge_block_ops, s->bsets[s->nb - 1], lo, hi);
     }
     int64_t hmin = head_floor(db);
     if (!e && (hmin > mint ? hmin : mint) <= maxt) {
-        e = tsdb_head_select(db->head, ms, n, hmin > mint ? hmin : mint, maxt, &s->hset);
-        if (!e) e = tsdb__merge_add(&s->m, &tsdb__merge_head_ops, s->hset);
+        int64_t lo = hmin > mint ? hmin : mint;
+        e = tsdb_head_select(db->head, ms, n, lo, maxt, &s->hset);
+        if (!e) e = tsdb__merge_add_range(&s->m, &tsdb__merge_head_ops, s->hset, lo, maxt);
     }
     pthread_rwlock_unlock(&db->bl_mu);
     if (e) {
@@ -845,6 +932,11 @@ int tsdb_db_set_sample(tsdb_db_set *s, int64_t *ret_t, double *ret_v) {
     return tsdb__merge_sample(&s->m, ret_t, ret_v);
 }
 
+int tsdb_db_set_samples(tsdb_db_set *s, int64_t *t, double *v, size_t cap) {
+    if (!cap) return BASE_E_INVAL;
+    return tsdb__merge_samples(&s->m, t, v, cap);
+}
+
 /* ---- label listings ----------------------------------------------------- */
 
 /* The union of sorted lists, as one allocation. */
@@ -871,8 +963,7 @@ static int labels_list(tsdb_db *db, const base_str *name, labels_matcher *const 
     if (!lists) e = BASE_E_NOMEM;
     for (size_t i = 0; i < nb && !e; i++) {
         if (!overlaps(tsdb_block_get_meta(v[i]->b), mint, maxt)) continue;
-        e = name ? tsdb_block_label_values(v[i]->b, *name, ms, n, &lists[k])
-                 : tsdb_block_label_names(v[i]->b, ms, n, &lists[k]);
+        e = tsdb__block_label_list(v[i]->b, name, ms, n, mint, maxt, &lists[k]);
         if (!e) k++;
     }
     int64_t hmin = head_floor(db);
@@ -906,8 +997,10 @@ void tsdb_db_stats_get(tsdb_db *db, tsdb_db_stats *ret) {
     tsdb_head_stats_get(db->head, &ret->head);
     pthread_rwlock_rdlock(&db->bl_mu);
     ret->blocks = db->nblocks;
+    ret->tombstones = ret->head.tombstones;
     for (size_t i = 0; i < db->nblocks; i++) {
         const tsdb_block_meta *m = tsdb_block_get_meta(db->blocks[i]->b);
+        ret->tombstones += tsdb_block_num_tombstones(db->blocks[i]->b);
         ret->block_bytes += m->chunk_bytes + m->index_bytes;
         ret->block_series += m->num_series;
         ret->block_samples += m->num_samples;
@@ -923,6 +1016,7 @@ void tsdb_db_stats_get(tsdb_db *db, tsdb_db_stats *ret) {
     ret->retention_deleted = db->retention_deleted;
     ret->maintain_runs = db->maintain_runs;
     ret->maintain_failed = db->maintain_failed;
+    ret->tombstone_cleanups = db->tombstone_cleanups;
     snprintf(ret->last_error, sizeof ret->last_error, "%s", db->last_error);
     pthread_mutex_unlock(&db->st_mu);
 }

@@ -48,10 +48,31 @@
  * tools). Failures are counted and the last message kept (tsdb_db_stats);
  * the database keeps serving.
  *
+ * DELETION (Prometheus 2.42's POST /api/v1/admin/tsdb/delete_series):
+ * tsdb_db_delete gives every series matching the matchers a tombstone
+ * over [mint, maxt] in each block overlapping the range (its tombstones
+ * file, format.h) and in the head (logged to the WAL, head.h). Readers --
+ * selects, label listings, series listings -- skip the deleted samples
+ * from the moment the call returns, and a series left without a sample
+ * in the asked range is not listed. It survives restarts (files, WAL
+ * replay, checkpoints). Compaction writes blocks without the deleted
+ * samples, head cutting writes the head's block without them, and the
+ * planner also rewrites, alone, a block that tombstones make worth it
+ * (Prometheus's rule: a block at least half the largest range wide with
+ * tombstones for more than 5% of its series, or a narrower one with as
+ * many tombstones as series). tsdb_db_clean_tombstones rewrites every
+ * block that has tombstones (Prometheus's clean_tombstones); a block left
+ * without series is dropped. Deletions and cleanups wait for a running
+ * maintenance round and block the next one meanwhile.
+ *
  * READS. tsdb_db_select merges the head and every block overlapping the
  * range into one series set sorted by labels; a series in several places
  * is one series whose samples are merged by time, a timestamp found twice
- * taken once (the older block wins). Blocks are reference counted: one
+ * taken once (the older block wins). When the places holding a series do
+ * not overlap in time (blocks do not overlap, and the head starts where
+ * they end), its samples are read place after place, and
+ * tsdb_db_set_samples decodes chunks straight into the caller's arrays
+ * (bench/tsdb_read.c measures it). Blocks are reference counted: one
  * that compaction or retention removes stays mapped until the last series
  * set using it is freed.
  *
@@ -158,6 +179,14 @@ const labels_set *tsdb_db_set_labels(const tsdb_db_set *s);
  * on with the series' samples from elsewhere, and other series are
  * unaffected), BASE_E_NOMEM. */
 int tsdb_db_set_sample(tsdb_db_set *s, int64_t *ret_t, double *ret_v);
+/* Up to cap (>= 1; 0 is BASE_E_INVAL) next samples of the current series
+ * within [mint, maxt] into t[] and v[]: the count (at most cap; fewer does
+ * not mean the end), 0 at the series' end, <0 as tsdb_db_set_sample. Samples met before a damaged
+ * chunk are returned first and its error by the next call, so the
+ * sequence of samples and errors equals that of tsdb_db_set_sample (the
+ * two may be mixed on one series). For the query engine: no call per
+ * sample, chunks decoded in one tight loop. */
+int tsdb_db_set_samples(tsdb_db_set *s, int64_t *t, double *v, size_t cap);
 void tsdb_db_set_free(tsdb_db_set *s);
 
 /* Label names / values of `name` over head and blocks overlapping
@@ -166,6 +195,25 @@ int tsdb_db_label_names(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_
                         tsdb_strs **ret);
 int tsdb_db_label_values(tsdb_db *db, base_str name, labels_matcher *const *ms, size_t n, int64_t mint,
                          int64_t maxt, tsdb_strs **ret);
+
+/* ---- deletion ----------------------------------------------------------- */
+
+/* Deletes the samples with mint <= t <= maxt of every series matching all
+ * matchers (n == 0: every series) in the head and the blocks (see
+ * DELETION): done for every reader when the call returns, durable (block
+ * tombstones files are fsynced and renamed into place; the head's are in
+ * the WAL, written per its sync policy, as samples are). mint > maxt
+ * deletes nothing. Every place is tried; errors: BASE_E_INVAL (read-only
+ * database), BASE_E_IO (a tombstones file or the WAL: that place may keep
+ * its samples), BASE_E_NOMEM -- the first one, with err. */
+int tsdb_db_delete(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, char *err,
+                   size_t errlen);
+/* Rewrites every block that has tombstones without its deleted samples
+ * (a new block at level + 1 listing the same sources replaces it; one
+ * left empty is dropped), as Prometheus's clean_tombstones. The head's
+ * tombstones stay until its samples are cut into a block. Stops at the
+ * first error (BASE_E_INVAL read-only, BASE_E_IO, BASE_E_NOMEM). */
+int tsdb_db_clean_tombstones(tsdb_db *db, char *err, size_t errlen);
 
 /* ---- accounting --------------------------------------------------------- */
 
@@ -177,6 +225,8 @@ typedef struct tsdb_db_stats {
     uint64_t wal_bytes;
     uint64_t head_cuts, compactions, compactions_failed, retention_deleted;
     uint64_t maintain_runs, maintain_failed;
+    uint64_t tombstones;         /* deleted intervals: head + blocks */
+    uint64_t tombstone_cleanups; /* blocks rewritten by clean_tombstones */
     char last_error[256];
 } tsdb_db_stats;
 void tsdb_db_stats_get(tsdb_db *db, tsdb_db_stats *ret);

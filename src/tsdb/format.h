@@ -18,6 +18,9 @@
  *                    section, which is CRC-protected.
  *   chunks/000001..  chunk segment files (6 decimal digits, from 1).
  *   index            the index file.
+ *   tombstones       optional: deleted time ranges (see TOMBSTONES FILE);
+ *                    absent means nothing is deleted. The only file of a
+ *                    block that changes after the block is written.
  * A block is written as <parent>/<ULID>.tmp/ (every file fsynced), renamed
  * to <parent>/<ULID>, and the parent directory fsynced. Directories ending
  * in .tmp are leftovers of a crash and never read. Time range: samples
@@ -81,6 +84,29 @@
  * count times uv id delta (first: the id, then id - previous id, > 0).
  * There is one list per label pair that occurs in the block; ids < the
  * number of series.
+ *
+ * TOMBSTONES FILE tombstones (written by a deletion, db.h):
+ *   0  4  magic 'K' 'T' 'O' 'M'
+ *   4  1  version, TSDB_TOMBSTONES_VERSION (1)
+ *   5  3  zero
+ *   8  .. uv n, then n entries in ascending series id (n <= the block's
+ *         number of series), each:
+ *           uv  id delta  (the series id for the first entry, else id -
+ *                          previous id, >= 1; ids < the number of series)
+ *           uv  k (>= 1), then k deleted intervals [mint, maxt] (closed,
+ *               milliseconds) in ascending time, neither overlapping nor
+ *               adjacent (a mint is at least the previous maxt + 2):
+ *                 sv mint (the first interval) or uv mint - previous maxt
+ *                    - 2 (the others)
+ *                 uv maxt - mint
+ *   end-4  u32 CRC-32C of every byte before it
+ *   Every sample of series id with mint <= t <= maxt is deleted: readers
+ *   (select, listings, compaction) skip it. The file is replaced as a
+ *   whole: written to tombstones.tmp, fsynced, renamed over tombstones,
+ *   and the block directory fsynced (a tombstones.tmp left by a crash is
+ *   never read). A file that fails these checks fails the block's open.
+ *   Cleaning tombstones (db.h) rewrites the block without the deleted
+ *   samples (a new ULID, level + 1, same sources) and no tombstones file.
  */
 #ifndef KELVIN_TSDB_FORMAT_H
 #define KELVIN_TSDB_FORMAT_H
@@ -99,5 +125,7 @@
 #define TSDB_BLOCK_MAX_SOURCES      256u
 #define TSDB_CHUNKS_SEGMENT_DEFAULT ((uint64_t)512 << 20)
 #define TSDB_CHUNKS_SEGMENT_MAX     ((uint64_t)UINT32_MAX)
+#define TSDB_TOMBSTONES_MAGIC       "KTOM"
+#define TSDB_TOMBSTONES_VERSION     1u
 
 #endif

@@ -66,6 +66,16 @@
  * (and a snapshot of the open one) under its stripe lock, so readers never
  * block appenders for longer than a copy and never see freed memory.
  *
+ * DELETION. tsdb_head_delete(ms, mint, maxt) adds tombstones, as
+ * Prometheus 2.42's Head.Delete: each matching series gets [mint, maxt]
+ * clamped to the samples it holds then (so samples appended later are
+ * never deleted), merged with its earlier ones. They are logged to the
+ * WAL (record.h TSDB_REC_TOMBSTONES) under the commit lock and replayed;
+ * checkpoints keep those of the samples they keep; GC drops those that
+ * end before its mint (and those of the series it removes). They filter reads (select, the block
+ * written from the head, listings) from the moment the call returns;
+ * samples leave memory with GC as always.
+ *
  * GC. tsdb_head_gc(mint) frees closed chunks (in order and OOO) that end
  * before mint and buffered OOO samples before it, removes
  * series with no sample at or after mint (from the tables and postings;
@@ -79,17 +89,16 @@
  * closed in-order chunks that end at or after cutoff (the last one always
  * when there is no open chunk: the last sample decides what is out of
  * order), its open chunk's staging stream, its OOO chunks that end at or
- * after cutoff and its buffered OOO samples from cutoff on; then deletes
- * segments < N. So a checkpoint keeps every sample at or after cutoff
- * and, as GC does, whole chunks: the samples before cutoff of a chunk
- * that straddles it come back too (a checkpoint at the min valid time
- * reproduces the head exactly). Every record in segments < N was applied
- * to the head before the roll (apply happens before queueing, both under
- * the commit lock), so nothing acknowledged is lost. Appends between the
- * roll and the moment the writer reaches their series are both in the
- * checkpoint and in segment N; applying them again at replay changes
- * nothing (same time and bits: noop; an older time: an out-of-order
- * rejection, or a noop in the OOO store). Before the checkpoint is put in
+ * after cutoff and its buffered OOO samples from cutoff on; then the
+ * tombstones of live series that reach the series' oldest sample held
+ * (record.h TSDB_REC_TOMBSTONES, read after the roll: whole chunks come
+ * back, so do the deletions inside them); then deletes segments < N. So a checkpoint keeps every sample at or
+ * after cutoff and, as GC does, whole chunks: the samples before cutoff of a chunk that straddles it come
+ * back too (a checkpoint at the min valid time reproduces the head exactly). Every record in segments < N was
+ * applied to the head before the roll (apply happens before queueing, both under the commit lock), so nothing
+ * acknowledged is lost. Appends between the roll and the moment the writer reaches their series are both in
+ * the checkpoint and in segment N; applying them again at replay changes nothing (same time and bits: noop;
+ * an older time: an out-of-order rejection, or a noop in the OOO store). Before the checkpoint is put in
  * place, commits that had applied samples when the writer read them are
  * waited for and the WAL is written out, so the checkpoint never holds
  * part of a batch that the WAL lacks (a kill cannot keep half of an
@@ -223,7 +232,8 @@ int tsdb_head_app_add_pinned(tsdb_head_app *a, tsdb_head_series *s, int64_t t, d
 typedef struct tsdb_series_set tsdb_series_set;
 
 /* Series matching all matchers (n may be 0: every series) with at least
- * one sample in [mint, maxt], sorted by labels. */
+ * one sample in [mint, maxt], sorted by labels. A series whose samples
+ * there are all deleted may be listed and then yields no sample. */
 int tsdb_head_select(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
                      tsdb_series_set **ret);
 /* Moves to the next series: 1, 0 at the end, <0 (BASE_E_NOMEM). */
@@ -231,9 +241,16 @@ int tsdb_series_set_next(tsdb_series_set *ss);
 /* The current series (valid until the next call to next/free). */
 const labels_set *tsdb_series_set_labels(const tsdb_series_set *ss);
 uint64_t tsdb_series_set_ref(const tsdb_series_set *ss);
-/* Next sample of the current series within [mint, maxt]: 1, 0 at the end,
- * <0 on a corrupt chunk (BASE_E_PARSE, BASE_E_TRUNCATED). */
+/* Next sample of the current series within [mint, maxt], deleted ones
+ * skipped: 1, 0 at the end, <0 on a corrupt chunk (BASE_E_PARSE,
+ * BASE_E_TRUNCATED). */
 int tsdb_series_set_sample(tsdb_series_set *ss, int64_t *ret_t, double *ret_v);
+/* Up to cap (>= 1) next samples of the current series into t[] and v[] (closed
+ * chunks and the open one decoded straight into them): the count, 0 at
+ * the end, <0 as above. Samples before a damaged spot are returned first
+ * and the error by the next call, so the sequence equals that of
+ * tsdb_series_set_sample (the two may be mixed). */
+int tsdb_series_set_samples(tsdb_series_set *ss, int64_t *t, double *v, size_t cap);
 size_t tsdb_series_set_count(const tsdb_series_set *ss);
 void tsdb_series_set_free(tsdb_series_set *ss);
 
@@ -245,7 +262,8 @@ typedef struct tsdb_strs {
 void tsdb_strs_free(tsdb_strs *s);
 
 /* Label names (n == 0: from the index; else of the matching series with
- * samples in [mint, maxt]). */
+ * samples in [mint, maxt]). Series whose samples in [mint, maxt] are all
+ * deleted are left out (with n == 0 too). */
 int tsdb_head_label_names(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
                           tsdb_strs **ret);
 /* Values of label `name`, same rules. */
@@ -301,6 +319,7 @@ typedef struct tsdb_head_stats {
     uint64_t replay_corrupt;                  /* checkpointed chunks entries found damaged, not installed */
     uint64_t checkpoints;                     /* taken since open */
     uint64_t checkpoint_bytes, checkpoint_ms; /* the last one's size and duration */
+    uint64_t tombstones;                      /* deleted intervals held */
     /* bytes, as malloc sizes them */
     uint64_t bytes_series; /* series structs incl. open chunk streams */
     uint64_t bytes_chunks; /* closed chunk bytes and their lists */
@@ -323,6 +342,15 @@ void tsdb_head_bounds(tsdb_head *h, int64_t *ret_mint, int64_t *ret_maxt);
 /* Appends before this time are too_old (INT64_MIN until the first GC;
  * tsdb_head_gc(mint) raises it to mint, never lowers it). */
 int64_t tsdb_head_min_valid_time(tsdb_head *h);
+
+/* See DELETION above: n may be 0 (every series). ret_series (may be
+ * NULL) gets the number of series that got a tombstone. Errors:
+ * BASE_E_NOMEM, BASE_E_IO (WAL: the tombstones may be in memory but are
+ * not acknowledged). */
+int tsdb_head_delete(tsdb_head *h, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                     uint64_t *ret_series);
+/* Deleted intervals held (over all series). */
+uint64_t tsdb_head_num_tombstones(tsdb_head *h);
 
 /* See GC above. ret_removed (may be NULL) gets the number of series. */
 int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed);

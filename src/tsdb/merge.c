@@ -4,6 +4,9 @@
  * picks the smallest current label set, and marks every source holding an
  * equal set as part of the new group, peeking its first sample. Sources
  * are few (one per block plus the head), so the minimum is a linear scan.
+ * Then the group's sources are sorted by their declared ranges; when no
+ * two overlap the group is read in chain mode (merge_int.h): source after
+ * source, the peeked sample first, then the source's own reads.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +15,40 @@
 #include "tsdb/block.h"
 #include "tsdb/merge_int.h"
 
-int tsdb__merge_add(tsdb__merge *m, const tsdb__merge_ops *ops, void *it) {
+int tsdb__merge_add_range(tsdb__merge *m, const tsdb__merge_ops *ops, void *it, int64_t lo, int64_t hi) {
     if (m->n == m->cap) {
         size_t nc = m->cap ? m->cap * 2 : 4;
         tsdb__merge_in *ni = realloc(m->in, nc * sizeof *ni);
         if (!ni) return BASE_E_NOMEM;
         m->in = ni;
+        size_t *no = realloc(m->ord, nc * sizeof *no);
+        if (!no) return BASE_E_NOMEM;
+        m->ord = no;
         m->cap = nc;
     }
-    m->in[m->n++] = (tsdb__merge_in){.ops = ops, .it = it};
+    m->in[m->n++] = (tsdb__merge_in){.ops = ops, .it = it, .lo = lo, .hi = hi};
     return 0;
+}
+
+int tsdb__merge_add(tsdb__merge *m, const tsdb__merge_ops *ops, void *it) {
+    return tsdb__merge_add_range(m, ops, it, INT64_MIN, INT64_MAX);
+}
+
+/* Sorts the group's sources by range and says whether they are disjoint. */
+static void plan_chain(tsdb__merge *m) {
+    m->nord = m->oi = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        if (!m->in[i].in_group) continue;
+        size_t j = m->nord++;
+        while (j > 0 && m->in[m->ord[j - 1]].lo > m->in[i].lo) {
+            m->ord[j] = m->ord[j - 1];
+            j--;
+        }
+        m->ord[j] = i;
+        m->in[i].done = !m->in[i].has;
+    }
+    m->chain = 1;
+    for (size_t j = 1; j < m->nord && m->chain; j++) m->chain = m->in[m->ord[j]].lo > m->in[m->ord[j - 1]].hi;
 }
 
 static int peek(tsdb__merge_in *in) {
@@ -60,8 +87,34 @@ int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls) {
             if (e && !m->pending) m->pending = e;
         }
     }
+    plan_chain(m);
     *ret_ls = best;
     return 1;
+}
+
+/* Chain mode, one sample: the current source's peeked sample, then its
+ * own reads; an error drops that source's rest of the series. */
+static int chain_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
+    while (m->oi < m->nord) {
+        tsdb__merge_in *in = &m->in[m->ord[m->oi]];
+        if (in->has) {
+            in->has = 0;
+            *ret_t = in->t;
+            *ret_v = in->v;
+            return 1;
+        }
+        if (!in->done) {
+            int r = in->ops->sample(in->it, ret_t, ret_v);
+            if (r == 1) return 1;
+            in->done = 1;
+            if (r < 0) {
+                m->oi++;
+                return r;
+            }
+        }
+        m->oi++;
+    }
+    return 0;
 }
 
 int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
@@ -70,6 +123,7 @@ int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
         m->pending = 0;
         return e;
     }
+    if (m->chain) return chain_sample(m, ret_t, ret_v);
     tsdb__merge_in *best = NULL;
     for (size_t i = 0; i < m->n; i++) {
         tsdb__merge_in *in = &m->in[i];
@@ -89,8 +143,60 @@ int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v) {
     return 1;
 }
 
+int tsdb__merge_samples(tsdb__merge *m, int64_t *t, double *v, size_t cap) {
+    if (m->pending) {
+        int e = m->pending;
+        m->pending = 0;
+        return e;
+    }
+    if (cap > INT32_MAX) cap = INT32_MAX;
+    size_t k = 0;
+    if (!m->chain) {
+        while (k < cap) {
+            int r = tsdb__merge_sample(m, &t[k], &v[k]);
+            if (r == 1) {
+                k++;
+                continue;
+            }
+            if (r < 0) {
+                if (!k) return r;
+                m->pending = r;
+            }
+            break;
+        }
+        return (int)k;
+    }
+    while (k < cap && m->oi < m->nord) {
+        tsdb__merge_in *in = &m->in[m->ord[m->oi]];
+        if (in->has) {
+            in->has = 0;
+            t[k] = in->t;
+            v[k] = in->v;
+            k++;
+            continue;
+        }
+        if (!in->done) {
+            int r = in->ops->samples(in->it, t + k, v + k, cap - k);
+            if (r > 0) {
+                k += (size_t)r;
+                continue;
+            }
+            in->done = 1;
+            if (r < 0) {
+                m->oi++;
+                if (!k) return r;
+                m->pending = r;
+                return (int)k;
+            }
+        }
+        m->oi++;
+    }
+    return (int)k;
+}
+
 void tsdb__merge_free(tsdb__merge *m) {
     free(m->in);
+    free(m->ord);
     *m = (tsdb__merge){0};
 }
 
@@ -110,7 +216,10 @@ static const labels_set *block_labels(const void *it) {
 static int block_sample(void *it, int64_t *t, double *v) {
     return tsdb_block_set_sample(it, t, v);
 }
-const tsdb__merge_ops tsdb__merge_block_ops = {block_next, block_labels, block_sample};
+static int block_samples(void *it, int64_t *t, double *v, size_t cap) {
+    return tsdb_block_set_samples(it, t, v, cap);
+}
+const tsdb__merge_ops tsdb__merge_block_ops = {block_next, block_labels, block_sample, block_samples};
 
 static int head_next(void *it) {
     return tsdb_series_set_next(it);
@@ -121,7 +230,10 @@ static const labels_set *head_labels(const void *it) {
 static int head_sample(void *it, int64_t *t, double *v) {
     return tsdb_series_set_sample(it, t, v);
 }
-const tsdb__merge_ops tsdb__merge_head_ops = {head_next, head_labels, head_sample};
+static int head_samples(void *it, int64_t *t, double *v, size_t cap) {
+    return tsdb_series_set_samples(it, t, v, cap);
+}
+const tsdb__merge_ops tsdb__merge_head_ops = {head_next, head_labels, head_sample, head_samples};
 
 static int cmp_str(const void *a, const void *b) {
     base_str x = *(const base_str *)a, y = *(const base_str *)b;

@@ -12,6 +12,17 @@
  * time; a timestamp present in several sources is taken from the source
  * added first (the others' sample at that timestamp is skipped).
  *
+ * CHAIN MODE. A source may declare the time range its samples lie in
+ * (tsdb__merge_add_range: a block's range, the head above its floor).
+ * When the sources holding the current series have pairwise disjoint
+ * ranges -- the normal case: blocks do not overlap and the head starts
+ * where the newest block ends -- the merged series is their
+ * concatenation in time order, and samples are read from one source at a
+ * time: tsdb__merge_samples hands the caller's arrays straight to that
+ * source's batch read (no per-sample comparison, no call per sample).
+ * Otherwise the sources are merged sample by sample. Both modes return
+ * the same samples and errors in the same order.
+ *
  * Ownership: the merge owns its input array, not the sources (free them
  * after tsdb__merge_free). One thread at a time.
  */
@@ -31,6 +42,9 @@ typedef struct tsdb__merge_ops {
     const labels_set *(*labels)(const void *it);
     /* 1 and the next sample of the current series, 0 at its end, <0. */
     int (*sample)(void *it, int64_t *ret_t, double *ret_v);
+    /* Up to cap next samples: the count, 0 at the end, <0. Samples met
+     * before an error are returned first, the error by the next call. */
+    int (*samples)(void *it, int64_t *t, double *v, size_t cap);
 } tsdb__merge_ops;
 
 typedef struct tsdb__merge_in {
@@ -39,8 +53,10 @@ typedef struct tsdb__merge_in {
     uint8_t alive;    /* has a current series */
     uint8_t in_group; /* its current series is the merged one */
     uint8_t has;      /* t, v hold its next sample */
+    uint8_t done;     /* chain mode: nothing more of the current series */
     int64_t t;
     double v;
+    int64_t lo, hi; /* its samples' range (closed) */
 } tsdb__merge_in;
 
 typedef struct tsdb__merge {
@@ -49,10 +65,15 @@ typedef struct tsdb__merge {
     int started;
     int pending; /* a source's error met after the sample returned */
     const labels_set *cur;
+    int chain;   /* the current group's sources are disjoint in time */
+    size_t *ord; /* chain mode: the group's sources in time order */
+    size_t nord, oi;
 } tsdb__merge;
 
 /* Adds a source (before the first next). 0 or BASE_E_NOMEM. */
 int tsdb__merge_add(tsdb__merge *m, const tsdb__merge_ops *ops, void *it);
+/* Same, for a source whose samples all lie in [lo, hi]. */
+int tsdb__merge_add_range(tsdb__merge *m, const tsdb__merge_ops *ops, void *it, int64_t lo, int64_t hi);
 /* 1 and the next merged series' labels (valid until the next call), 0 at
  * the end, <0: a source's error. */
 int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls);
@@ -61,6 +82,11 @@ int tsdb__merge_next(tsdb__merge *m, const labels_set **ret_ls);
  * again goes on with the other sources). A failure met while moving past
  * a returned sample is returned by the next call. */
 int tsdb__merge_sample(tsdb__merge *m, int64_t *ret_t, double *ret_v);
+/* Up to cap next merged samples: the count, 0 at the series' end, <0 as
+ * above. Samples met before an error are returned first, the error by
+ * the next call, so the sequence equals that of tsdb__merge_sample; the
+ * two may be mixed. */
+int tsdb__merge_samples(tsdb__merge *m, int64_t *t, double *v, size_t cap);
 void tsdb__merge_free(tsdb__merge *m);
 
 /* Adapters for the tsdb_series_src callbacks of block.h (ctx: a merge). */

@@ -15,7 +15,12 @@
  *              dref = ref - previous ref (0 before the first sample),
  *              dt = t - first t (the first sample stores t itself):
  *              a batch of one scrape costs ~10 bytes a sample.
- *   tombstones u8 3, uv count, count x { uv ref, zz mint, zz maxt }
+ *   tombstones u8 3, uv count, count x { uv ref, zz mint, zz maxt }:
+ *              deleted intervals [mint, maxt] (closed) of series ref,
+ *              logged by tsdb_head_delete and kept by checkpoints (head.h
+ *              DELETION). Replay adds them to the series the ref names
+ *              then (an alias included); unknown refs and mint > maxt
+ *              are ignored. Prometheus's record type 3 too.
  *   ooo samples u8 4, then as samples: samples the head accepted into its
  *              out-of-order store (head.h). Replay inserts them there
  *              without re-checking the window, whose decision depended
