@@ -345,7 +345,9 @@ int labels_matcher_matches(const labels_matcher *m, base_str s);
 int labels_matcher_matches_empty(const labels_matcher *m);
 
 /* Parses a PromQL series selector (`up{job="x"}`, `{a=~"b.*"}`; strings
- * in "", '' or ``) into matchers (selector.c). Errors: BASE_E_PARSE with
+ * in "", '' or ``) into matchers (selector.c): a small parser for code
+ * below the promql module (tests' fixtures). Whatever answers users uses
+ * promql_parse_selector (promql.h), 2.42's own grammar and errors. Errors: BASE_E_PARSE with
  * Prometheus's shape of message (`1:7: parse error: ...`), BASE_E_NOMEM.
  * Free with labels_matchers_free. A selector may yield 0 matchers (`{}`). */
 int labels_parse_selector(base_str s, labels_matcher ***ret, size_t *ret_n, char *err, size_t errlen);

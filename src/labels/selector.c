@@ -1,6 +1,6 @@
-/* selector.c -- a PromQL series selector (`kelvin tsdb dump --match`, the
- * API's match[]): promtool's parser.ParseMetricSelector, for the shapes a
- * selector can take): an optional metric name, then optional braces with
+/* selector.c -- a PromQL series selector for code below the promql module
+ * (test fixtures); what users see goes through promql_parse_selector, 2.42's
+ * own grammar. The shapes a selector can take: an optional metric name, then optional braces with
  * `name op string` matchers separated by commas (a trailing comma is
  * fine), blanks anywhere between tokens.
  *

@@ -3,8 +3,8 @@
  * tests and tools).
  *
  * Both hand the evaluator the series set of a select, sorted by labels,
- * and read a series' samples in batches (the `samples` op) by looping
- * over the sample iterator; stale markers pass through unchanged (the
+ * and read a series' samples in batches (the `samples` op: the TSDB's batch
+ * readers, which decode chunks straight into the caller's arrays); stale markers pass through unchanged (the
  * evaluator decides what they mean). The set objects are the TSDB's own:
  * no copy, no extra allocation per query.
  */
@@ -35,15 +35,7 @@ static const labels_set *db_labels(void *set) {
 }
 
 static int db_samples(void *set, int64_t *t, double *v, size_t cap) {
-    if (cap > INT_MAX) cap = INT_MAX;
-    size_t n = 0;
-    while (n < cap) {
-        int rc = tsdb_db_set_sample(set, &t[n], &v[n]);
-        if (rc < 0) return rc;
-        if (rc == 0) break;
-        n++;
-    }
-    return (int)n;
+    return tsdb_db_set_samples(set, t, v, cap > INT_MAX ? INT_MAX : cap);
 }
 
 static void db_free(void *set) {
@@ -76,15 +68,7 @@ static const labels_set *head_labels(void *set) {
 }
 
 static int head_samples(void *set, int64_t *t, double *v, size_t cap) {
-    if (cap > INT_MAX) cap = INT_MAX;
-    size_t n = 0;
-    while (n < cap) {
-        int rc = tsdb_series_set_sample(set, &t[n], &v[n]);
-        if (rc < 0) return rc;
-        if (rc == 0) break;
-        n++;
-    }
-    return (int)n;
+    return tsdb_series_set_samples(set, t, v, cap > INT_MAX ? INT_MAX : cap);
 }
 
 static void head_free(void *set) {

@@ -559,7 +559,7 @@ static int mdrow_cmp(const void *a, const void *b) {
 
 /* Collects a loop's metadata rows (under its lock), sorted by name. The
  * strings are duplicated into *arena (one allocation per row). */
-static int loop_rows(sc_loop *l, const char *metric, mdrow **ret, size_t *ret_n, char ***ret_mem) {
+static int loop_rows(sc_loop *l, base_str metric, mdrow **ret, size_t *ret_n, char ***ret_mem) {
     pthread_mutex_lock(&l->mu);
     size_t n = 0, cap = l->nmeta;
     mdrow *rows = cap ? calloc(cap, sizeof *rows) : NULL;
@@ -572,7 +572,7 @@ static int loop_rows(sc_loop *l, const char *metric, mdrow **ret, size_t *ret_n,
     }
     for (size_t i = 0; i < l->nmeta_b; i++)
         for (sc_meta *md = l->meta[i]; md; md = md->next) {
-            if (metric && metric[0] && strcmp(metric, md->name) != 0) continue;
+            if (metric.n && !base_str_eqc(metric, md->name)) continue;
             size_t a = strlen(md->name) + 1, h = strlen(md->help) + 1, u = strlen(md->unit) + 1;
             char *s = malloc(a + h + u);
             if (!s) continue;
@@ -605,15 +605,9 @@ static void md_fields(base_buf *out, const mdrow *r) {
     json_cstr(out, r->unit);
 }
 
-int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, const char *metric, long limit,
-                                 base_buf *out, char *err, size_t errlen) {
-    labels_matcher **ms = NULL;
-    size_t nms = 0;
-    if (match_target && match_target[0]) {
-        int e = labels_parse_selector(base_str_c(match_target), &ms, &nms, err, errlen);
-        if (e) return e == BASE_E_NOMEM ? e : BASE_E_INVAL;
-    }
-    int with_metric = metric && metric[0];
+int scrape_manager_metadata_json(scrape_manager *m, labels_matcher *const *ms, size_t nms, base_str metric,
+                                 long limit, base_buf *out) {
+    int with_metric = metric.n > 0;
     long count = 0;
     base_buf_putc(out, '[');
     pthread_mutex_lock(&m->mu);
@@ -621,7 +615,7 @@ int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, co
         sc_pool *p = m->pools[i];
         if (!p->cfg) continue;
         for (size_t k = 0; k < p->nloops; k++) {
-            if (limit > 0 && count >= limit) break;
+            if (limit >= 0 && count >= limit) break; /* 2.42 checks the limit per target */
             sc_loop *l = p->loops[k];
             int match = 1;
             for (size_t q = 0; q < nms && match; q++)
@@ -632,7 +626,6 @@ int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, co
             char **mem;
             if (loop_rows(l, metric, &rows, &n, &mem)) continue;
             for (size_t r = 0; r < n; r++) {
-                if (limit > 0 && count >= limit) break;
                 if (count) base_buf_putc(out, ',');
                 count++;
                 base_buf_puts(out, "{\"target\":");
@@ -650,11 +643,10 @@ int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, co
     }
     pthread_mutex_unlock(&m->mu);
     base_buf_putc(out, ']');
-    labels_matchers_free(ms, nms);
     return base_buf_err(out);
 }
 
-int scrape_manager_metric_metadata_json(scrape_manager *m, const char *metric, long limit, base_buf *out) {
+int scrape_manager_metric_metadata_json(scrape_manager *m, base_str metric, long limit, base_buf *out) {
     mdrow *all = NULL;
     char **allmem = NULL;
     size_t nall = 0, capall = 0;
@@ -694,7 +686,7 @@ int scrape_manager_metric_metadata_json(scrape_manager *m, const char *metric, l
         base_buf_putc(out, '{');
         long names = 0;
         for (size_t i = 0; i < nall;) {
-            if (limit > 0 && names >= limit) break;
+            if (limit >= 0 && names >= limit) break;
             size_t j = i;
             if (names) base_buf_putc(out, ',');
             names++;

@@ -38,9 +38,11 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/str.h"
 #include "config/config.h"
 #include "discovery/discovery.h"
 #include "expo/expo.h"
+#include "labels/labels.h"
 #include "tsdb/db.h"
 
 typedef struct scrape_manager scrape_manager;
@@ -70,17 +72,21 @@ void scrape_manager_free(scrape_manager *m);
 int scrape_manager_targets_json(scrape_manager *m, const char *state, base_buf *out);
 /* The JSON of GET /api/v1/targets/metadata: only the `data` array
  * ([{"target":{..},"metric":"x","type":..,"help":..,"unit":..}], without
- * "metric" when one is asked for, as 2.42); "[]" when nothing matched,
- * which Prometheus answers with the error "specified metadata not found"
- * (the caller's to send). match_target: a series selector over target
- * labels ("" or NULL: all), metric: "" or NULL for all, limit <= 0: none.
- * BASE_E_INVAL with a message for a bad selector. */
-int scrape_manager_metadata_json(scrape_manager *m, const char *match_target, const char *metric, long limit,
-                                 base_buf *out, char *err, size_t errlen);
+ * "metric" when one is asked for, as 2.42); "[]" when nothing matched.
+ * ms/nms: match_target as the caller parsed it (2.42 parses it with
+ * parser.ParseMetricSelector: promql_parse_selector), every one must
+ * match a target's labels (a missing label matches as ""); nms == 0: all
+ * targets. metric: exact bytes, empty for all. limit as 2.42 applies it:
+ * checked before each target, so a target's whole list goes in once
+ * fewer than limit rows are there (limit 0: []); limit < 0: none.
+ * 0 or BASE_E_NOMEM. */
+int scrape_manager_metadata_json(scrape_manager *m, labels_matcher *const *ms, size_t nms, base_str metric,
+                                 long limit, base_buf *out);
 /* The JSON of GET /api/v1/metadata: only the `data` object
  * ({"x":[{"type":..,"help":..,"unit":..}]}, per metric over all targets,
- * distinct entries, names sorted; limit counts metrics). */
-int scrape_manager_metric_metadata_json(scrape_manager *m, const char *metric, long limit, base_buf *out);
+ * distinct entries, names sorted; limit counts metrics, 0: {}, < 0: none;
+ * metric: exact bytes, empty for all). */
+int scrape_manager_metric_metadata_json(scrape_manager *m, base_str metric, long limit, base_buf *out);
 /* Kelvin's own figures (targets, scrapes, failures by reason, samples
  * appended, memory of the pools) as kelvin_scrape_* families. */
 void scrape_manager_metrics(scrape_manager *m, expo_mset *ms);

@@ -470,7 +470,7 @@ int server__api_time_param(api_ctx *c, const char *name, api_time def, api_time 
 
 /* ---- answers --------------------------------------------------------------- */
 
-static int status_of(const char *type) {
+int server__api_status(const char *type) {
     if (strcmp(type, "bad_data") == 0) return 400;
     if (strcmp(type, "execution") == 0) return 422;
     if (strcmp(type, "canceled") == 0 || strcmp(type, "timeout") == 0) return 503;
@@ -478,24 +478,29 @@ static int status_of(const char *type) {
     return 500;
 }
 
-void server__api_error(api_ctx *c, const char *type, const char *msg) {
+void server__api_error(api_ctx *c, int status, const char *type, const char *msg, size_t len) {
     base_buf b;
     base_buf_init(&b, 0);
     base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":");
     server__json_str(&b, type, strlen(type));
     base_buf_puts(&b, ",\"error\":");
-    server__json_str(&b, msg, strlen(msg));
+    server__json_str(&b, msg ? msg : "", msg ? len : 0);
     base_buf_putc(&b, '}');
-    server__api_send(c, status_of(type), &b);
+    server__api_send(c, status, &b);
 }
 
 void server__api_errorf(api_ctx *c, const char *type, const char *fmt, ...) {
-    char msg[2048];
+    base_buf m;
+    base_buf_init(&m, 0);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    base_buf_vprintf(&m, fmt, ap);
     va_end(ap);
-    server__api_error(c, type, msg);
+    if (base_buf_err(&m))
+        server__api_error(c, 500, "internal", "out of memory", strlen("out of memory"));
+    else
+        server__api_error(c, server__api_status(type), type, m.data ? m.data : "", m.len);
+    base_buf_free(&m);
 }
 
 void server__api_invalid_param(api_ctx *c, const char *param, const char *msg) {
@@ -709,7 +714,7 @@ void server__api(server *s, const http_request *req, http_response *resp) {
     if (rc && rc != BASE_E_PARSE) {
         http_form_free(&c.form);
         if (rc == BASE_E_LIMIT)
-            server__api_error(&c, "bad_data", "too many arguments");
+            server__api_errorf(&c, "bad_data", "too many arguments");
         else
             http_respond_text(resp, 500, "out of memory\n");
         return;
@@ -727,7 +732,7 @@ void server__api(server *s, const http_request *req, http_response *resp) {
     case R_LABEL_VALUES: break; /* handled above */
     case R_SERIES:
         if (strcmp(req->method, "DELETE") == 0)
-            server__api_error(&c, "internal", "not implemented");
+            server__api_errorf(&c, "internal", "not implemented");
         else
             server__api_series(&c);
         break;

@@ -240,7 +240,7 @@ static void answer_error(api_ctx *c, const promql_result *r, int timed_out) {
         return;
     }
     promql_errtype t = r->err ? r->err : PROMQL_ERR_INTERNAL;
-    server__api_error(c, promql_errtype_str(t), r->errmsg[0] ? r->errmsg : "query failed");
+    server__api_errorf(c, promql_errtype_str(t), "%s", r->errmsg[0] ? r->errmsg : "query failed");
 }
 
 /* Runs x (instant when step_ms < 0) and answers. Takes nothing over. */
@@ -250,7 +250,7 @@ static void run(api_ctx *c, const qparams *q, const pq_expr *x, int64_t t0, int6
     wd_entry e = {0};
     if (q->has_timeout) {
         if (q->timeout_ns <= 0) {
-            server__api_error(c, "timeout", "query timed out in query execution");
+            server__api_errorf(c, "timeout", "query timed out in query execution");
             return;
         }
         e.deadline_ns = base_mono_ns() + q->timeout_ns;
@@ -293,7 +293,7 @@ static int parse(api_ctx *c, base_str qs, pq_expr **ret, const char *prefix) {
     }
     if (rc == BASE_E_NOMEM || base_buf_err(&msg)) {
         base_buf_free(&msg);
-        server__api_error(c, "internal", "out of memory");
+        server__api_errorf(c, "internal", "out of memory");
         return rc;
     }
     base_buf b;
@@ -301,13 +301,8 @@ static int parse(api_ctx *c, base_str qs, pq_expr **ret, const char *prefix) {
     base_buf_puts(&b, prefix);
     base_buf_append(&b, msg.data ? msg.data : "", msg.len);
     base_buf_free(&msg);
-    base_buf json;
-    base_buf_init(&json, 0);
-    base_buf_puts(&json, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":");
-    server__json_str(&json, b.data ? b.data : "", b.len);
-    base_buf_putc(&json, '}');
+    server__api_error(c, 400, "bad_data", b.data ? b.data : "", b.len);
     base_buf_free(&b);
-    server__api_send(c, 400, &json);
     return rc;
 }
 
@@ -378,9 +373,9 @@ void server__api_query_range(api_ctx *c) {
         return;
     }
     if (points(start, end, step_ns) > 11000) {
-        server__api_error(c, "bad_data",
-                          "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the "
-                          "query resolution (?step=XX)");
+        server__api_errorf(c, "bad_data",
+                           "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the "
+                           "query resolution (?step=XX)");
         return;
     }
     qparams q;
@@ -397,9 +392,9 @@ void server__api_query_range(api_ctx *c) {
                            "invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
                            documented_type(t));
     } else if (q.has_timeout && q.timeout_ns <= 0) {
-        server__api_error(c, "timeout", "query timed out in query execution");
+        server__api_errorf(c, "timeout", "query timed out in query execution");
     } else if (step_ns / 1000000 == 0) {
-        server__api_error(c, "execution", "unexpected error: runtime error: integer divide by zero");
+        server__api_errorf(c, "execution", "unexpected error: runtime error: integer divide by zero");
     } else {
         run(c, &q, x, server__api_time_engine_ms(start), server__api_time_engine_ms(end), step_ns / 1000000,
             parse_ns);
@@ -434,7 +429,7 @@ void server__api_query_exemplars(api_ctx *c) {
     if (server__api_time_param(c, "start", server__api_min_time, &start) != 0) return;
     if (server__api_time_param(c, "end", server__api_max_time, &end) != 0) return;
     if (server__api_time_before(end, start)) {
-        server__api_error(c, "bad_data", "end timestamp must not be before start timestamp");
+        server__api_errorf(c, "bad_data", "end timestamp must not be before start timestamp");
         return;
     }
     base_str qs = http_form_get(&c->form, "query");

@@ -85,19 +85,15 @@ int server__match_sets(api_ctx *c, int nonempty, api_match_sets *ret, char *err,
     return rc;
 }
 
-/* A bad_data answer of prefix + msg, where msg may hold NUL bytes that
- * server__api_error's C strings cannot carry. */
+/* A bad_data answer of prefix + msg (msg may hold NUL bytes: 2.42 echoes
+ * a regex's). */
 static void bad_data(api_ctx *c, const char *prefix, const base_buf *msg) {
-    base_buf m, b;
+    base_buf m;
     base_buf_init(&m, 0);
     base_buf_puts(&m, prefix);
     base_buf_append(&m, msg->data ? msg->data : "", msg->len);
-    base_buf_init(&b, 0);
-    base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":");
-    server__json_str(&b, m.data ? m.data : "", m.len);
-    base_buf_putc(&b, '}');
+    server__api_error(c, 400, "bad_data", m.data ? m.data : "", m.len);
     base_buf_free(&m);
-    server__api_send(c, 400, &b);
 }
 
 /* ---- endpoints ---------------------------------------------------------------- */
@@ -121,7 +117,7 @@ void server__api_series(api_ctx *c) {
         return;
     }
     if (http_form_values(&c->form, "match[]", NULL, 0) == 0) {
-        server__api_error(c, "bad_data", "no match[] parameter provided");
+        server__api_errorf(c, "bad_data", "no match[] parameter provided");
         return;
     }
     int64_t mint, maxt;

@@ -49,7 +49,7 @@ static int limit_arg(api_ctx *c, long *ret) {
     base_str l = http_form_get(&c->form, "limit");
     int64_t v = -1;
     if (l.n && base_parse_i64(l.p, l.n, &v) != 0) {
-        server__api_error(c, "bad_data", "limit must be a number");
+        server__api_errorf(c, "bad_data", "limit must be a number");
         return -1;
     }
     *ret = (long)v;
@@ -65,51 +65,46 @@ void server__api_targets(api_ctx *c) {
 }
 
 /* `invalid parameter "<param>": ` + 2.42's ParseMetricSelector message,
- * which may hold NUL bytes (a regex's, as 2.42 echoes them): built from
- * the buffer, as server__api_invalid_param's C string would cut it. */
+ * which may hold NUL bytes (a regex's, as 2.42 echoes them). */
 static void invalid_selector(api_ctx *c, const char *param, const base_buf *msg) {
-    base_buf m, b;
+    base_buf m;
     base_buf_init(&m, 0);
     base_buf_printf(&m, "invalid parameter \"%s\": ", param);
     base_buf_append(&m, msg->data ? msg->data : "", msg->len);
-    base_buf_init(&b, 0);
-    base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":");
-    server__json_str(&b, m.data ? m.data : "", m.len);
-    base_buf_putc(&b, '}');
+    server__api_error(c, 400, "bad_data", m.data ? m.data : "", m.len);
     base_buf_free(&m);
-    server__api_send(c, 400, &b);
 }
 
 void server__api_targets_metadata(api_ctx *c) {
     long limit;
     if (limit_arg(c, &limit) != 0) return;
-    /* 2.42 parses match_target with ParseMetricSelector: its errors, here,
-     * before the scrape manager's own parse. */
+    /* 2.42 parses a non-empty match_target with ParseMetricSelector and
+     * filters the targets with those matchers. */
     base_str mt = http_form_get(&c->form, "match_target");
+    labels_matcher **ms = NULL;
+    size_t nms = 0;
     if (mt.n) {
-        labels_matcher **ms;
-        size_t nms;
         base_buf msg;
         base_buf_init(&msg, 0);
-        if (promql_parse_selector_msg(mt.p, mt.n, &ms, &nms, &msg) != 0) {
+        int rc = promql_parse_selector_msg(mt.p, mt.n, &ms, &nms, &msg);
+        if (rc == BASE_E_NOMEM || (rc != 0 && base_buf_err(&msg))) {
+            base_buf_free(&msg);
+            server__api_errorf(c, "internal", "out of memory");
+            return;
+        }
+        if (rc != 0) {
             invalid_selector(c, "match_target", &msg);
             base_buf_free(&msg);
             return;
         }
-        labels_matchers_free(ms, nms);
         base_buf_free(&msg);
     }
     base_buf b;
     base_buf_init(&b, 0);
-    char err[512] = "";
     server__api_begin(&b); /* 2.42: nothing matched is an empty list, not an error */
-    int rc = scrape_manager_metadata_json(c->s->scrape, http_form_get(&c->form, "match_target").p,
-                                          http_form_get(&c->form, "metric").p, limit, &b, err, sizeof err);
-    if (rc == BASE_E_INVAL) {
-        base_buf_free(&b);
-        server__api_error(c, "bad_data", err);
-        return;
-    }
+    int rc =
+        scrape_manager_metadata_json(c->s->scrape, ms, nms, http_form_get(&c->form, "metric"), limit, &b);
+    labels_matchers_free(ms, nms);
     if (rc) b.err = rc;
     server__api_end(c, &b);
 }
@@ -120,8 +115,7 @@ void server__api_metadata(api_ctx *c) {
     base_buf b;
     base_buf_init(&b, 0);
     server__api_begin(&b);
-    if (scrape_manager_metric_metadata_json(c->s->scrape, http_form_get(&c->form, "metric").p, limit, &b) !=
-        0)
+    if (scrape_manager_metric_metadata_json(c->s->scrape, http_form_get(&c->form, "metric"), limit, &b) != 0)
         b.err = BASE_E_NOMEM;
     server__api_end(c, &b);
 }
@@ -183,7 +177,7 @@ void server__api_status_flags(api_ctx *c) {
     server *s = c->s;
     const base_flag **f = calloc(s->nflags ? s->nflags : 1, sizeof *f);
     if (!f) {
-        server__api_error(c, "internal", "out of memory");
+        server__api_errorf(c, "internal", "out of memory");
         return;
     }
     for (size_t i = 0; i < s->nflags; i++) f[i] = &s->flag_table[i];
@@ -290,7 +284,7 @@ void server__api_status_tsdb(api_ctx *c) {
     server *s = c->s;
     tsdb_head_card card;
     if (tsdb_head_postings_stats(tsdb_db_head(s->db), 10, &card) != 0) {
-        server__api_error(c, "internal", "out of memory");
+        server__api_errorf(c, "internal", "out of memory");
         return;
     }
     tsdb_db_stats st;
@@ -373,7 +367,7 @@ void server__api_alertmanagers(api_ctx *c) {
 
 static int admin_enabled(api_ctx *c) {
     if (c->s->flags.admin_api) return 1;
-    server__api_error(c, "unavailable", "admin APIs disabled");
+    server__api_errorf(c, "unavailable", "admin APIs disabled");
     return 0;
 }
 
@@ -385,7 +379,7 @@ void server__api_delete_series(api_ctx *c) {
     }
     size_t n = http_form_values(&c->form, "match[]", NULL, 0);
     if (n == 0) {
-        server__api_error(c, "bad_data", "no match[] parameter provided");
+        server__api_errorf(c, "bad_data", "no match[] parameter provided");
         return;
     }
     api_time start, end;
@@ -394,7 +388,7 @@ void server__api_delete_series(api_ctx *c) {
     int64_t mint = server__api_time_ms(start), maxt = server__api_time_ms(end);
     base_str *v = calloc(n, sizeof *v);
     if (!v) {
-        server__api_error(c, "internal", "out of memory");
+        server__api_errorf(c, "internal", "out of memory");
         return;
     }
     http_form_values(&c->form, "match[]", v, n);
@@ -417,7 +411,7 @@ void server__api_delete_series(api_ctx *c) {
         labels_matchers_free(ms, nms);
         if (rc != 0) {
             free(v);
-            server__api_error(c, "internal", err);
+            server__api_errorf(c, "internal", "%s", err);
             return;
         }
     }
@@ -429,7 +423,7 @@ void server__api_clean_tombstones(api_ctx *c) {
     if (!admin_enabled(c)) return;
     char err[512];
     if (tsdb_db_clean_tombstones(c->s->db, err, sizeof err) != 0) {
-        server__api_error(c, "internal", err);
+        server__api_errorf(c, "internal", "%s", err);
         return;
     }
     server__api_no_content(c);
@@ -462,5 +456,5 @@ void server__api_snapshot(api_ctx *c) {
         return;
     }
     (void)skip_head;
-    server__api_error(c, "internal", "create snapshot: not supported by Kelvin's storage yet");
+    server__api_errorf(c, "internal", "create snapshot: not supported by Kelvin's storage yet");
 }

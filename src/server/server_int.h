@@ -115,7 +115,17 @@ int server__api_time_before(api_time t, api_time u);
 int server__api_time_param(api_ctx *c, const char *name, api_time def, api_time *ret);
 
 /* The answers. Each takes care of the whole response. */
-void server__api_error(api_ctx *c, const char *type, const char *msg);
+/* The one error writer (2.42's respondError): status, then
+ * {"status":"error","errorType":<type>,"error":<msg>} with msg's len
+ * bytes as Go's encoding/json writes them (NUL bytes included: 2.42
+ * echoes a regex's). */
+void server__api_error(api_ctx *c, int status, const char *type, const char *msg, size_t len);
+/* The status 2.42 gives an errorType: bad_data 400, execution 422,
+ * canceled and timeout 503, not_found 404, others (internal,
+ * unavailable) 500. */
+int server__api_status(const char *type);
+/* server__api_error with that status and a formatted message (no length
+ * limit). */
 void server__api_errorf(api_ctx *c, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* "invalid parameter %q: " + msg, bad_data. */

@@ -104,7 +104,8 @@ void tools_tsdb_print_blocks(FILE *out, const tsdb_block_meta *const *metas, con
 
 /* ---- dump ------------------------------------------------------------------ */
 
-/* The selector of --match: labels_parse_selector (labels.h). */
+/* The selector of --match: promql_parse_selector (promql.h), as promtool's
+ * ParseMetricSelector. */
 
 typedef struct tools_dump_result {
     uint64_t series, samples;

@@ -27,6 +27,7 @@
 
 #include "base/err.h"
 #include "base/flag.h"
+#include "promql/promql.h"
 #include "tools/tools.h"
 #include "tools/tools_int.h"
 
@@ -252,12 +253,6 @@ static int cmd_dump(int argc, char **argv) {
     if (r) return r > 0 ? 0 : 2;
     const char *db = a.pc ? a.pv[0] : DEFAULT_DB;
     char err[1024];
-    labels_matcher **ms = NULL;
-    size_t nms = 0;
-    if (labels_parse_selector(base_str_c(match), &ms, &nms, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return 1;
-    }
     tsdb_db_opts o;
     tsdb_db_opts_default(&o);
     o.path = db;
@@ -267,9 +262,26 @@ static int cmd_dump(int argc, char **argv) {
     tsdb_db_report rep;
     if (tsdb_db_open(&o, &tdb, &rep, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
-        labels_matchers_free(ms, nms);
         return 1;
     }
+    /* promtool parses --match with 2.42's parser.ParseMetricSelector,
+     * after opening the database (a bad directory is reported first). */
+    labels_matcher **ms = NULL;
+    size_t nms = 0;
+    base_buf msg;
+    base_buf_init(&msg, 0);
+    if (promql_parse_selector_msg(match, strlen(match), &ms, &nms, &msg)) {
+        if (base_buf_err(&msg)) {
+            base_buf_reset(&msg);
+            base_buf_puts(&msg, "out of memory");
+        }
+        fwrite(msg.data ? msg.data : "", 1, msg.len, stderr);
+        fputc('\n', stderr);
+        base_buf_free(&msg);
+        tsdb_db_close(tdb);
+        return 1;
+    }
+    base_buf_free(&msg);
     if (rep.wal.corruptions) fprintf(stderr, "WAL: %s (the damaged part is skipped)\n", rep.wal.first_error);
     tools_dump_result res;
     int e = tools_tsdb_dump(tdb, ms, nms, mint, maxt, stdout, report_chunk, NULL, &res, err, sizeof err);

@@ -48,14 +48,7 @@ PROMETHEUS = os.path.join(kt.PEERS, "bin", "prometheus")
 T0 = apitest.T0
 
 # Requests whose answers differ, and why: {name: reason}.
-_MATCH_TARGET = ("targets/metadata hands match_target to scrape_manager_metadata_json (src/scrape/manager.c), which "
-                 "parses it again with labels_parse_selector: the API checks it with 2.42's parser first, but "
-                 "labels_parse_selector knows no comments and cuts the value at a NUL byte (reported to scrape)")
-KNOWN = {
-    "targets/metadata selector '#c\\ntemp'": _MATCH_TARGET,
-    "targets/metadata selector 'temp #c'": _MATCH_TARGET,
-    "targets/metadata selector '{a=\"\\x00\"}'": _MATCH_TARGET,
-}
+KNOWN = {}
 # match[] values, parsed by 2.42's parser.ParseMetricSelector: keywords as
 # names, lexer and grammar errors and their positions, regexes (the value
 # must also parse alone: `a)|(b`), NUL bytes in messages, a long one.

@@ -10,7 +10,9 @@ minute, in scrape order) are backfilled by both
 duration and with --max-block-duration=6h and 20h. Then:
 - `promtool tsdb dump` and `kelvin tsdb dump` print the same lines, in the
   same order (so the same series, values to the bit as %g prints them, and
-  timestamps), also with --min-time, --max-time and --match;
+  timestamps), also with --min-time, --max-time and --match; and a
+  battery of --match values (comments, keywords as names, parse errors):
+  the same output, stderr and exit status;
 - the same blocks: as many, with the same [minTime, maxTime), samples and
   series (`tsdb list`, also -r's human-readable times and durations), and
   the same table printed by the backfill itself;
@@ -44,6 +46,17 @@ import kelvintest as kt  # noqa: E402
 import tsdb_tools as tt  # noqa: E402
 
 PROMTOOL = os.path.join(kt.PEERS, "bin", "promtool")
+# --match values for the mixed case: selections, comments, keywords as
+# names, and parse errors with their positions.
+MATCHES = [
+    'special{kind="nan"}', '#c\nspecial{kind=~"n.*"}', "special #c", 'special{kind="neg"} # c', "special",
+    '{kind=~"n.*", kind!="neg"}', 'gpu_util{gpu=~"1|2"}', 'esc_metric{u="\u00fc\u65e5\u672c x"}',
+    "esc_metric{v='a\\\\b\"c\\nd'}", 'esc_metric{u=`\u00fc\u65e5\u672c x`}',
+    '{__name__=~"special|gpu_util", kind!~"n.*"}', 'special{__name__="gpu_util"}', "{}", '{kind="",}', "sum", "bool",
+    "offset", "", " ", "special[5m]", "rate(special[5m])", "special offset 5m", 'special{kind="a', '{kind=~"("}',
+    '{kind=~"a)|(b"}', "special{", "{kind}", "sum(special)", "special bar", 'special{kind="\\x"}', "t\u00e9mp",
+    "special,", 'special{kind=="nan"}', "{,}",
+]
 
 
 class GpuCase:
@@ -173,6 +186,15 @@ def compare(f, case, src, tmp, flags):
             f.check(False, f"{tag}: dump {d} differs: promtool {len(pls)} lines, kelvin {len(kls)}; "
                            f"only promtool {sorted(ps - ks)[:3]}, only kelvin {sorted(ks - ps)[:3]}"
                            + ("; same lines, other order" if ps == ks else ""))
+    if case.name == "mixed" and not flags:
+        # --match as promtool parses it (2.42's parser.ParseMetricSelector):
+        # the same lines, or the same error on stderr, and the same status
+        for sel in MATCHES:
+            prc, pout, perr = run([PROMTOOL, "tsdb", "dump", "--match", sel, pdb])
+            krc, kout, kerr = run([kt.KELVIN, "tsdb", "dump", "--match", sel, kdb])
+            f.check((prc, pout, perr) == (krc, kout, kerr),
+                    f"{tag}: dump --match {sel!r}: promtool rc {prc} {perr!r} {pout[:300]!r}\n"
+                    f"    kelvin rc {krc} {kerr!r} {kout[:300]!r}")
     prc, pa, pe = run([PROMTOOL, "tsdb", "analyze", "--limit=1000000", pdb])
     krc, ka, ke = run([kt.KELVIN, "tsdb", "analyze", "--limit=1000000", kdb])
     ps, ks = analyze_sections(pa), analyze_sections(ka)

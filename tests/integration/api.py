@@ -17,7 +17,9 @@ are computed here from the generated data and from Prometheus 2.42's rules
   11,000-points limit; timeout handling;
 - series, labels, label/<name>/values: with and without match[] (repeated,
   and split between the URL and the body), start/end filtering, errors;
-- query_exemplars (no exemplar storage: [] or 204), metadata, status
+- query_exemplars (no exemplar storage: [] or 204), metadata and
+  targets/metadata (on a server scraping itself: match_target parsed as
+  PromQL, limit checked per target, metric compared whole), status
   (buildinfo, config, flags, runtimeinfo, tsdb), rules/alerts, 404, 405
   with Allow, OPTIONS, gzip and deflate;
 - admin: disabled (500 unavailable) and enabled (delete_series removes the
@@ -620,10 +622,30 @@ def check_live_head(f, api):
             f"every head series has job=self: {d['seriesCountByLabelValuePair']}")
     st, _, b = api.get("/api/v1/metadata", [("metric", "kelvin_build_info")])
     f.check(st == 200 and list(json.loads(b)["data"]) == ["kelvin_build_info"], f"metadata: {b[:200]}")
-    st, _, b = api.get("/api/v1/targets/metadata", [("match_target", '{job="self"}'), ("limit", "1")])
-    d = json.loads(b)
-    f.check(st == 200 and len(d["data"]) == 1 and d["data"][0]["target"]["job"] == "self",
-            f"targets/metadata: {b[:300]}")
+    # targets/metadata as 2.42: the limit is checked before each target, so
+    # limit=1 gives the one target's whole list; limit=0 gives nothing;
+    # match_target is parsed by the PromQL parser (comments are blanks);
+    # metric is compared whole (a NUL byte counts)
+    for sel in ('{job="self"}', '#c\n{job="self"}', '{job="self"} #c', '{job=~"s.*", nope=""}'):
+        st, _, b = api.get("/api/v1/targets/metadata", [("match_target", sel), ("limit", "1")])
+        d = json.loads(b)["data"] if st == 200 else []
+        names = [e.get("metric") for e in d]
+        f.check(len(d) > 1 and all(e["target"]["job"] == "self" for e in d) and len(set(names)) == len(names)
+                and "kelvin_build_info" in names, f"targets/metadata {sel!r} limit=1: {st} {b[:300]}")
+    for sel in ('{job="nope"}', 'up{job="self"}'):  # a target has no __name__: it reads as ""
+        f.answer(api.get("/api/v1/targets/metadata", [("match_target", sel)]), 200, success("[]"),
+                 f"targets/metadata {sel!r} matches no target")
+    f.answer(api.get("/api/v1/targets/metadata", [("limit", "0")]), 200, success("[]"), "targets/metadata limit=0")
+    st, _, b = api.get("/api/v1/targets/metadata", [("metric", "kelvin_build_info")])
+    d = json.loads(b)["data"] if st == 200 else []
+    f.check(len(d) == 1 and "metric" not in d[0] and d[0]["type"] == "gauge", f"targets/metadata metric: {b[:300]}")
+    f.answer(api.get("/api/v1/targets/metadata", [("metric", "kelvin_build_info\x00")]), 200, success("[]"),
+             "targets/metadata metric with a NUL byte")
+    f.answer(api.get("/api/v1/metadata", [("limit", "0")]), 200, success("{}"), "metadata limit=0")
+    st, _, b = api.get("/api/v1/metadata", [("limit", "1")])
+    f.check(st == 200 and len(json.loads(b)["data"]) == 1, f"metadata limit=1: {b[:300]}")
+    f.answer(api.get("/api/v1/metadata", [("metric", "kelvin_build_info\x00")]), 200, success("{}"),
+             "metadata metric with a NUL byte")
 
 
 def check_admin(f, work, data_dir, data, api_noadmin, noadmin_proc):

@@ -454,7 +454,8 @@ static void test_openmetrics_gzip(void **state) {
            "c_seconds_total{a=\"1\"} 5 # {trace_id=\"abc\"} 1.0 1600000000.5\n"
            "c_seconds_created{a=\"1\"} 1600000000\n# EOF\n",
            "application/openmetrics-text; version=1.0.0; charset=utf-8", 200, 0, 1);
-    fx_set("/bad", "# TYPE x gauge\nx 1\n", "application/openmetrics-text; version=1.0.0", 200, 0, 0);
+    fx_set("/bad", "# TYPE x gauge\nx 1\n# TYPE y gauge\ny 2\n",
+           "application/openmetrics-text; version=1.0.0", 200, 0, 0);
     cfg_scrape j[2];
     job_init(&j[0], "om", "/om", 100, 80);
     job_init(&j[1], "bad", "/bad", 100, 80);
@@ -477,7 +478,15 @@ static void test_openmetrics_gzip(void **state) {
     /* metadata: per target, and per metric */
     base_buf_init(&b, 0);
     char err[256];
-    assert_int_equal(scrape_manager_metadata_json(E.m, "{job=\"om\"}", NULL, 0, &b, err, sizeof err), 0);
+    labels_matcher *om, *bad, *nope;
+    assert_int_equal(
+        labels_matcher_new(LABELS_MATCH_EQ, base_str_c("job"), base_str_c("om"), &om, err, sizeof err), 0);
+    assert_int_equal(
+        labels_matcher_new(LABELS_MATCH_EQ, base_str_c("job"), base_str_c("bad"), &bad, err, sizeof err), 0);
+    assert_int_equal(
+        labels_matcher_new(LABELS_MATCH_EQ, base_str_c("nope"), base_str_c(""), &nope, err, sizeof err), 0);
+    const base_str all = {0};
+    assert_int_equal(scrape_manager_metadata_json(E.m, &om, 1, all, -1, &b), 0);
     json_error_t je;
     json_t *a = json_loads(b.data, 0, &je);
     assert_non_null(a);
@@ -490,18 +499,58 @@ static void test_openmetrics_gzip(void **state) {
     assert_string_equal(json_string_value(json_object_get(json_object_get(e0, "target"), "job")), "om");
     json_decref(a);
     base_buf_reset(&b);
-    assert_int_equal(scrape_manager_metadata_json(E.m, "{job=\"om\"}", "c_seconds", 0, &b, err, sizeof err),
-                     0);
+    assert_int_equal(scrape_manager_metadata_json(E.m, &om, 1, base_str_c("c_seconds"), -1, &b), 0);
     a = json_loads(b.data, 0, &je);
     assert_int_equal(json_array_size(a), 1);
     assert_null(json_object_get(json_array_get(a, 0), "metric"));
     json_decref(a);
+    /* metric is compared whole: a NUL byte and what follows count (2.42) */
     base_buf_reset(&b);
-    assert_true(scrape_manager_metadata_json(E.m, "{job=", NULL, 0, &b, err, sizeof err) < 0);
+    assert_int_equal(scrape_manager_metadata_json(E.m, &om, 1, (base_str){"c_seconds\0x", 11}, -1, &b), 0);
+    assert_string_equal(b.data, "[]");
+    /* no matchers: every target; a missing label matches as "" */
     base_buf_reset(&b);
-    assert_int_equal(scrape_manager_metric_metadata_json(E.m, NULL, 0, &b), 0);
+    assert_int_equal(scrape_manager_metadata_json(E.m, NULL, 0, all, -1, &b), 0);
+    a = json_loads(b.data, 0, &je);
+    assert_int_equal(json_array_size(a), 3);
+    json_decref(a);
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metadata_json(E.m, &nope, 1, all, -1, &b), 0);
+    a = json_loads(b.data, 0, &je);
+    assert_int_equal(json_array_size(a), 3);
+    json_decref(a);
+    /* limit as 2.42: checked before each target (a target's whole list
+     * goes in), 0 gives nothing */
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metadata_json(E.m, &bad, 1, all, 1, &b), 0);
+    a = json_loads(b.data, 0, &je);
+    assert_int_equal(json_array_size(a), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 0), "metric")), "x");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(a, 1), "metric")), "y");
+    json_decref(a);
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metadata_json(E.m, NULL, 0, all, 0, &b), 0);
+    assert_string_equal(b.data, "[]");
+    labels_matcher_free(om);
+    labels_matcher_free(bad);
+    labels_matcher_free(nope);
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metric_metadata_json(E.m, all, 0, &b), 0);
+    assert_string_equal(b.data, "{}");
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metric_metadata_json(E.m, all, 1, &b), 0);
+    a = json_loads(b.data, 0, &je);
+    assert_int_equal(json_object_size(a), 1);
+    assert_non_null(json_object_get(a, "c_seconds"));
+    json_decref(a);
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metric_metadata_json(E.m, (base_str){"x\0", 2}, -1, &b), 0);
+    assert_string_equal(b.data, "{}");
+    base_buf_reset(&b);
+    assert_int_equal(scrape_manager_metric_metadata_json(E.m, all, -1, &b), 0);
     a = json_loads(b.data, 0, &je);
     assert_non_null(a);
+    assert_int_equal(json_object_size(a), 3);
     json_t *c = json_object_get(a, "c_seconds");
     assert_int_equal(json_array_size(c), 1);
     assert_string_equal(json_string_value(json_object_get(json_array_get(c, 0), "type")), "counter");

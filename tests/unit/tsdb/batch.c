@@ -433,7 +433,7 @@ static size_t records(const uint8_t *p, size_t len, size_t *off, size_t *clen, s
     size_t k = 0, o = TSDB_CHUNKS_HEADER;
     while (o < len && k < cap) {
         const uint8_t *q = p + o;
-        uint64_t l;
+        uint64_t l = 0;
         assert_int_equal(tsdb__get_uvarint(&q, p + len, 0, &l), 0);
         off[k] = (size_t)(q - p);
         clen[k++] = (size_t)l + 1;
