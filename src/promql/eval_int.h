@@ -123,7 +123,7 @@ typedef struct pq_perr {
     size_t step;
     int prio;
     promql_errtype type;
-    char msg[512];
+    char msg[8192];
 } pq_perr;
 
 /* ---- the query ----------------------------------------------------------- */
@@ -142,7 +142,7 @@ typedef struct pq_q {
     /* the error */
     int failed;
     promql_errtype etype;
-    char emsg[512];
+    char emsg[8192];
     /* invariance of every node (PreprocessExpr) */
     pq_ninfo *ni;
     size_t ni_cap;

@@ -168,7 +168,7 @@ typedef struct promql_result {
     size_t nseries;
     /* On failure: the type and Prometheus's message. */
     promql_errtype err;
-    char errmsg[512];
+    char errmsg[8192]; /* longer messages (label sets of huge series) are cut */
     /* Accounting, as 2.42's stats=all: the most samples held at once, and
      * the samples read from storage in all. */
     uint64_t peak_samples;

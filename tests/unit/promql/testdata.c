@@ -479,7 +479,7 @@ static int run_variant(runner *r, const evalcmd *c, const pq_expr *x, int64_t t,
                 fprintf(stderr, "%s:%d: error: %s\n", r->file, c->line, res.errmsg);
             return 0;
         }
-        snprintf(msg, cap, "error at t=%lld: %s", (long long)t, res.errmsg);
+        snprintf(msg, cap, "error at t=%lld: %.1000s", (long long)t, res.errmsg);
         return -1;
     }
     if (c->fail_) {
@@ -522,7 +522,7 @@ static int run_variant(runner *r, const evalcmd *c, const pq_expr *x, int64_t t,
     promql_result rr;
     rc = promql_exec_range(r->eng, x, t - 60000, t + 60000, 60000, NULL, &rr);
     if (rc < 0) {
-        snprintf(msg, cap, "range mode at t=%lld: error: %s", (long long)t, rr.errmsg);
+        snprintf(msg, cap, "range mode at t=%lld: error: %.1000s", (long long)t, rr.errmsg);
         return -1;
     }
     if (c->ordered) {
