@@ -11,7 +11,6 @@
 #include "server/server.h"
 #include "tools/tools.h"
 
-
 typedef struct {
     const char *name;
     int (*main)(int argc, char **argv);
