@@ -34,6 +34,7 @@
 static double duration_seconds(int64_t ms) {
     int64_t sec = ms / 1000;
     int64_t nsec = (ms % 1000) * 1000000;
+    if (nsec == 0) return (double)sec; /* the same bits, without a division per window */
     return (double)sec + (double)nsec / 1e9;
 }
 

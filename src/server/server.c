@@ -141,6 +141,10 @@ int server_main(int argc, char **argv) {
     f->query_timeout_ms = qo.timeout_ms;
     f->query_max_concurrency = qo.max_concurrency;
     f->query_max_samples = (int64_t)qo.max_samples;
+    /* One query may use up to this many cores for its range functions
+     * (eval_stream.c): all of them, as Go's GOMAXPROCS lets Prometheus. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    f->query_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu;
     tsdb_db_flagvars tv;
     tsdb_db_flagvars_init(&tv);
 
@@ -168,6 +172,8 @@ int server_main(int argc, char **argv) {
          "Maximum number of samples a single query can load into memory. Note that queries will fail if they "
          "try to load more samples than this into memory, so this also limits the number of samples a query "
          "can return."},
+        {"query.threads", BASE_FLAG_INT, &f->query_threads,
+         "Threads one query may use for range functions over many series (default: the cores, at most 16)."},
         {"scrape.threads", BASE_FLAG_INT, &f->scrape_threads,
          "Scraper threads (each drives many targets through libcurl's multi interface); 0: one per two "
          "cores."},
@@ -175,7 +181,7 @@ int server_main(int argc, char **argv) {
          "Only log messages with the given severity or above: debug, info, warn, error."},
         {"log.format", BASE_FLAG_STRING, &f->log_format, "Output format of log messages: logfmt or json."},
     };
-    size_t nflags = 13;
+    size_t nflags = 14;
     nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
     s.flag_table = flags;
     s.nflags = nflags;
@@ -212,6 +218,7 @@ int server_main(int argc, char **argv) {
     qo.timeout_ms = f->query_timeout_ms;
     qo.max_concurrency = (unsigned)f->query_max_concurrency;
     qo.max_samples = (uint64_t)f->query_max_samples;
+    qo.threads = f->query_threads < 1 ? 1 : f->query_threads > 16 ? 16 : (unsigned)f->query_threads;
     dbo.on_bad_block = on_bad_block;
     struct stat st;
     s.use_embedded = f->config_file == default_config_file && stat(default_config_file, &st) != 0;

@@ -32,7 +32,7 @@ typedef struct server_flags {
     const char *config_file, *listen, *log_level, *log_format, *web_config_file;
     int lifecycle, admin_api;
     int64_t max_body, scrape_threads;
-    int64_t lookback_ms, query_timeout_ms, query_max_concurrency, query_max_samples;
+    int64_t lookback_ms, query_timeout_ms, query_max_concurrency, query_max_samples, query_threads;
 } server_flags;
 
 typedef struct api_watchdog api_watchdog;
