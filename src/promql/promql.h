@@ -160,8 +160,9 @@ typedef struct promql_result {
     char *str;
     size_t str_len;
     /* PROMQL_VECTOR: one point each (at the evaluation time), in the order
-     * Prometheus returns them (sort/sort_desc/topk/bottomk order kept,
-     * otherwise sorted by labels). PROMQL_MATRIX: series sorted by labels,
+     * 2.42 returns them: a selector's in storage (label) order, groups of
+     * an aggregation in first-seen order, a binary operation's in its
+     * left-hand side's order, sort/sort_desc/topk/bottomk's own. PROMQL_MATRIX: series sorted by labels,
      * points in time order (a range query, or an instant query of a range
      * vector). */
     promql_series *series;
