@@ -1,7 +1,9 @@
-/* time.c -- clocks and Prometheus duration parsing; see time.h. */
+/* time.c -- clocks and Prometheus duration parsing and formatting; see time.h. */
 #include "base/time.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -81,4 +83,43 @@ int base_parse_duration_ms(const char *s, int64_t *ret_ms) {
     if (range) return BASE_E_RANGE;
     *ret_ms = total;
     return 0;
+}
+
+/* model.Duration.String() (common v0.39): units largest first, y and w only
+ * when they divide the whole duration exactly. */
+size_t base_fmt_duration(char *out, size_t n, int64_t ms) {
+    static const struct {
+        const char *u;
+        int64_t mult;
+        int exact;
+    } units[] = {
+        {"y", 1000LL * 60 * 60 * 24 * 365, 1},
+        {"w", 1000LL * 60 * 60 * 24 * 7, 1},
+        {"d", 1000LL * 60 * 60 * 24, 0},
+        {"h", 1000LL * 60 * 60, 0},
+        {"m", 1000LL * 60, 0},
+        {"s", 1000, 0},
+        {"ms", 1, 0},
+    };
+    if (n == 0) return 0;
+    out[0] = '\0';
+    if (ms == 0) {
+        int k = snprintf(out, n, "0s");
+        return (size_t)k < n ? (size_t)k : n - 1;
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (units[i].exact && ms % units[i].mult != 0) continue;
+        int64_t v = ms / units[i].mult;
+        if (v > 0) {
+            int k = snprintf(out + len, n - len, "%" PRId64 "%s", v, units[i].u);
+            if (k < 0 || (size_t)k >= n - len) {
+                out[len] = '\0';
+                return len;
+            }
+            len += (size_t)k;
+            ms -= v * units[i].mult;
+        }
+    }
+    return len;
 }

@@ -276,17 +276,21 @@ labels_set *pq__drop_name(pq_q *q, const labels_set *ls) {
     base_str name = base_str_c(LABELS_METRIC_NAME);
     if (!labels_has(ls, name)) return labels_ref(ls);
     labels_set *out = NULL;
-    char err[128];
     if (labels_builder_from(&q->lb, ls) < 0) {
         pq__nomem(q);
         return NULL;
     }
     labels_builder_del(&q->lb, name);
-    if (labels_builder_finish(&q->lb, 0, &out, err, sizeof err) < 0) {
-        pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-        return NULL;
-    }
-    return out;
+    return pq__lb_finish(q, &q->lb, &out) < 0 ? NULL : out;
+}
+
+int pq__lb_finish(pq_q *q, labels_builder *b, labels_set **ret) {
+    labels_set *out = NULL;
+    char err[128];
+    if (labels_builder_finish(b, 0, &out, err, sizeof err) < 0)
+        return pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
+    *ret = out;
+    return 0;
 }
 
 /* Moves b's points into a (b's steps that a lacks); notes a conflict. */
@@ -399,15 +403,8 @@ static size_t count_nodes(const pq_node *n) {
 }
 
 static int fn_unsafe(pq_func_id id) {
+    if (pq_fn_is_date(id)) return 1;
     switch (id) {
-    case PQ_F_DAYS_IN_MONTH:
-    case PQ_F_DAY_OF_MONTH:
-    case PQ_F_DAY_OF_WEEK:
-    case PQ_F_DAY_OF_YEAR:
-    case PQ_F_HOUR:
-    case PQ_F_MINUTE:
-    case PQ_F_MONTH:
-    case PQ_F_YEAR:
     case PQ_F_PREDICT_LINEAR:
     case PQ_F_TIME:
     case PQ_F_TIMESTAMP: return 1;
@@ -973,18 +970,9 @@ static int rev_less(const double *vals, size_t a, size_t b, int desc) {
  * elements; larger inputs get a stable merge sort with the same order
  * relation, which agrees with Go except among ties and NaNs. */
 void pq__go_sort_rev(size_t *idx, size_t n, const double *vals, int desc) {
-    if (n <= 12) {
-        for (size_t i = 1; i < n; i++)
-            for (size_t j = i; j > 0 && rev_less(vals, idx[j], idx[j - 1], desc); j--) {
-                size_t t = idx[j];
-                idx[j] = idx[j - 1];
-                idx[j - 1] = t;
-            }
-        return;
-    }
-    size_t *tmp = malloc(n * sizeof *tmp);
+    size_t *tmp = n > 12 ? malloc(n * sizeof *tmp) : NULL;
     if (!tmp) {
-        /* insertion sort as a fallback */
+        /* insertion sort (also the fallback when there is no memory) */
         for (size_t i = 1; i < n; i++)
             for (size_t j = i; j > 0 && rev_less(vals, idx[j], idx[j - 1], desc); j--) {
                 size_t t = idx[j];

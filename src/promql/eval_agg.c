@@ -85,7 +85,6 @@ static int in_names(const agg *a, base_str s) {
 static labels_set *group_labels(pq_q *q, const agg *a, const labels_set *ls) {
     labels_builder *b = &q->lb;
     labels_set *out = NULL;
-    char err[128];
     if (a->without) {
         if (labels_builder_from(b, ls) < 0) goto nomem;
         for (size_t i = 0; i < a->nnames; i++) labels_builder_del(b, a->names[i]);
@@ -99,14 +98,18 @@ static labels_set *group_labels(pq_q *q, const agg *a, const labels_set *ls) {
         while (labels_iter_next(&it, &ln, &lv))
             if (in_names(a, ln) && labels_builder_add(b, ln, lv) < 0) goto nomem;
     }
-    if (labels_builder_finish(b, 0, &out, err, sizeof err) < 0) {
-        pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-        return NULL;
-    }
-    return out;
+    return pq__lb_finish(q, b, &out) < 0 ? NULL : out;
 nomem:
     pq__nomem(q);
     return NULL;
+}
+
+/* The end of an aggregation that built ret: settles it, or frees it on
+ * error (rc < 0 on entry or from settling). Returns rc. */
+static int agg_end(pq_q *q, pq_val *ret, int rc) {
+    if (rc >= 0) rc = pq__vec_settle(q, ret);
+    if (rc < 0) pq__val_free(q, ret);
+    return rc;
 }
 
 /* Groups of the series of v: grp[i], the number of groups, and for each
@@ -327,9 +330,7 @@ static int agg_simple(pq_q *q, const agg *a, pq_val *in, pq_val *ret) {
     }
     free(acc);
     groups_free(&g);
-    if (rc >= 0) rc = pq__vec_settle(q, ret);
-    if (rc < 0) pq__val_free(q, ret);
-    return rc;
+    return agg_end(q, ret, rc);
 }
 
 /* ---- topk / bottomk ----------------------------------------------------------------- */
@@ -492,9 +493,7 @@ static int agg_topk(pq_q *q, const agg *a, const pq_val *kv, pq_val *in, pq_val 
     free(hlen);
     free(touched);
     groups_free(&g);
-    if (rc >= 0) rc = pq__vec_settle(q, ret);
-    if (rc < 0) pq__val_free(q, ret);
-    return rc;
+    return agg_end(q, ret, rc);
 }
 
 /* ---- quantile ------------------------------------------------------------------------- */
@@ -525,9 +524,7 @@ static int agg_quantile(pq_q *q, const agg *a, const pq_val *qv, pq_val *in, pq_
     }
     free(buf);
     groups_free(&g);
-    if (rc >= 0) rc = pq__vec_settle(q, ret);
-    if (rc < 0) pq__val_free(q, ret);
-    return rc;
+    return agg_end(q, ret, rc);
 }
 
 /* ---- count_values ------------------------------------------------------------------------ */
@@ -563,7 +560,6 @@ static int agg_count_values(pq_q *q, const agg *a, const char *label, pq_val *in
     }
     labels_builder vb;
     labels_builder_init(&vb);
-    char err[128];
     for (size_t i = 0; i < in->ns && rc >= 0; i++) {
         const pq_ser *s = &in->s[i];
         uint64_t lastbits = 0;
@@ -582,10 +578,7 @@ static int agg_count_values(pq_q *q, const agg *a, const char *label, pq_val *in
                     rc = pq__nomem(q);
                     break;
                 }
-                if (labels_builder_finish(&vb, 0, &withv, err, sizeof err) < 0) {
-                    rc = pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-                    break;
-                }
+                if ((rc = pq__lb_finish(q, &vb, &withv)) < 0) break;
                 gl = group_labels(q, &ga, withv);
                 labels_unref(withv);
                 if (!gl) {
@@ -621,9 +614,7 @@ static int agg_count_values(pq_q *q, const agg *a, const char *label, pq_val *in
     labels_builder_free(&vb);
     pq__lmap_free(&m);
     free(names);
-    if (rc >= 0) rc = pq__vec_settle(q, ret);
-    if (rc < 0) pq__val_free(q, ret);
-    return rc;
+    return agg_end(q, ret, rc);
 }
 
 /* ---- over a stream: the input is never held whole ---------------------------------- */
@@ -727,8 +718,7 @@ static int agg_stream(pq_q *q, const agg *a, const pq_node *e, const pq_rng *r, 
         pq__mem_free(gs[gi].acc, accbytes);
     }
     free(gs);
-    if (rc >= 0) rc = pq__vec_settle(q, ret);
-    if (rc < 0) pq__val_free(q, ret);
+    rc = agg_end(q, ret, rc);
     return rc < 0 ? rc : 0;
 }
 

@@ -127,12 +127,7 @@ static labels_set *sig_labels(pq_q *q, const match *m, const labels_set *ls) {
         }
     }
     labels_set *out = NULL;
-    char err[128];
-    if (labels_builder_finish(b, 0, &out, err, sizeof err) < 0) {
-        pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-        return NULL;
-    }
-    return out;
+    return pq__lb_finish(q, b, &out) < 0 ? NULL : out;
 }
 
 typedef struct sides {
@@ -310,12 +305,7 @@ static labels_set *result_metric(pq_q *q, const match *m, pq_binop op, int rbool
             labels_builder_del(b, name);
     }
     labels_set *out = NULL;
-    char err[128];
-    if (labels_builder_finish(b, 0, &out, err, sizeof err) < 0) {
-        pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-        return NULL;
-    }
-    return out;
+    return pq__lb_finish(q, b, &out) < 0 ? NULL : out;
 nomem:
     pq__nomem(q);
     return NULL;

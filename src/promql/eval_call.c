@@ -68,12 +68,7 @@ static labels_set *absent_labels(pq_q *q, const pq_node *arg) {
         }
     }
     labels_set *out = NULL;
-    char err[128];
-    if (labels_builder_finish(b, 0, &out, err, sizeof err) < 0) {
-        pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-        return NULL;
-    }
-    return out;
+    return pq__lb_finish(q, b, &out) < 0 ? NULL : out;
 }
 
 /* ---- helpers ---------------------------------------------------------------------- */
@@ -191,16 +186,12 @@ static int eval_histogram_quantile(pq_q *q, const pq_val *qv, pq_val *in, pq_val
         if (lv.n == 0 || base_parse_double(lv.p, lv.n, &ub) < 0) continue;
         le[i] = ub;
         labels_builder *b = &q->lb;
-        char err[128];
         if (labels_builder_from(b, in->s[i].ls) < 0) {
             rc = pq__nomem(q);
             break;
         }
         labels_builder_del(b, lename);
-        if (labels_builder_finish(b, 0, &sigs[i], err, sizeof err) < 0) {
-            rc = pq__fail(q, PROMQL_ERR_INTERNAL, "%s", err);
-            break;
-        }
+        if ((rc = pq__lb_finish(q, b, &sigs[i])) < 0) break;
         uint64_t h = labels_hash(sigs[i]);
         size_t g = pq__lmap_get(&m, sigs[i], h);
         if (g == SIZE_MAX) {
@@ -315,20 +306,6 @@ static int eval_label_fn(pq_q *q, const pq_node *n, pq_val *v) {
 }
 
 /* ---- dispatch ------------------------------------------------------------------------- */
-
-static int is_date_fn(pq_func_id id) {
-    switch (id) {
-    case PQ_F_DAYS_IN_MONTH:
-    case PQ_F_DAY_OF_MONTH:
-    case PQ_F_DAY_OF_WEEK:
-    case PQ_F_DAY_OF_YEAR:
-    case PQ_F_HOUR:
-    case PQ_F_MINUTE:
-    case PQ_F_MONTH:
-    case PQ_F_YEAR: return 1;
-    default: return 0;
-    }
-}
 
 /* Instant-vector functions mapping each value: in place on args[0]. */
 static int eval_elem(pq_q *q, pq_func_id id, pq_val *args, size_t nargs, pq_val *ret) {
@@ -497,7 +474,7 @@ int pq__eval_call(pq_q *q, const pq_node *n, const pq_rng *r, pq_val *ret) {
             pq__val_init(ret, PQ_T_VECTOR, steps);
             break;
         default:
-            if (is_date_fn(id) && na == 0) {
+            if (pq_fn_is_date(id) && na == 0) {
                 pq__val_init(ret, PQ_T_VECTOR, steps);
                 if ((rc = full_series(q, ret, steps, labels_empty(), 0)) >= 0) {
                     for (size_t k = 0; k < steps; k++) {

@@ -152,6 +152,9 @@ typedef struct pq_q {
 /* Sets the query's error (the first one wins) and returns BASE_E_INVAL. */
 int pq__fail(pq_q *q, promql_errtype type, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pq__nomem(pq_q *q);
+/* Finishes b into *ret (a new set); when the builder fails, fails the
+ * query with its message (PROMQL_ERR_INTERNAL) and returns that error. */
+int pq__lb_finish(pq_q *q, labels_builder *b, labels_set **ret);
 /* 2.42's ErrTooManySamples. */
 int pq__too_many(pq_q *q);
 /* Deadline and cancel: 0 or the error ("... in expression evaluation"). */

@@ -244,15 +244,7 @@ int pq_fn_elem(pq_func_id id, double v, const double *args, size_t nargs, double
         if (nargs < 1) return 0;
         r = pq__go_max(args[0], v);
         break;
-    case PQ_F_DAYS_IN_MONTH:
-    case PQ_F_DAY_OF_MONTH:
-    case PQ_F_DAY_OF_WEEK:
-    case PQ_F_DAY_OF_YEAR:
-    case PQ_F_HOUR:
-    case PQ_F_MINUTE:
-    case PQ_F_MONTH:
-    case PQ_F_YEAR: return pq__fn_date(id, v, ret);
-    default: return 0;
+    default: return pq__fn_date(id, v, ret); /* the date functions; 0 for other ids */
     }
     *ret = r;
     return 1;

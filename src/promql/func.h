@@ -39,6 +39,9 @@
  * Other ids: 0. */
 int pq_fn_elem(pq_func_id id, double v, const double *args, size_t nargs, double *ret);
 
+/* Is id one of the date functions above (days_in_month ... year)? */
+int pq_fn_is_date(pq_func_id id);
+
 /* ---- range-vector functions -------------------------------------------------- */
 
 /* The functions over one series' samples in one window: rate, increase,

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "promql/func.h"
 #include "promql/func_int.h"
 
 #define SECONDS_PER_MINUTE 60u
@@ -136,6 +137,20 @@ static int days_in_month(int64_t year, int month) {
     if (is_leap(year) && month >= 3) d++;
     d += 32 - 1;
     return 32 - abs_date(d * SECONDS_PER_DAY).day;
+}
+
+int pq_fn_is_date(pq_func_id id) {
+    switch (id) {
+    case PQ_F_DAYS_IN_MONTH:
+    case PQ_F_DAY_OF_MONTH:
+    case PQ_F_DAY_OF_WEEK:
+    case PQ_F_DAY_OF_YEAR:
+    case PQ_F_HOUR:
+    case PQ_F_MINUTE:
+    case PQ_F_MONTH:
+    case PQ_F_YEAR: return 1;
+    default: return 0;
+    }
 }
 
 int pq__fn_date(pq_func_id id, double v, double *ret) {

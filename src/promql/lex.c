@@ -728,38 +728,10 @@ int pq__unquote(const char *s, size_t n, base_buf *out) {
     return base_buf_err(out) ? BASE_E_NOMEM : 0;
 }
 
-/* ---- number and duration formatting ------------------------------------------------------ */
+/* ---- number formatting ------------------------------------------------------ */
 
 void pq__fmt_float(base_buf *out, double v) {
     char b[BASE_FMT_DOUBLE_MAX];
     size_t n = base_fmt_double_g(b, v);
     base_buf_append(out, b, n);
-}
-
-void pq__fmt_duration(base_buf *out, int64_t ms) {
-    if (ms == 0) {
-        base_buf_puts(out, "0s");
-        return;
-    }
-    static const struct {
-        const char *u;
-        int64_t mult;
-        int exact;
-    } units[] = {
-        {"y", 1000LL * 60 * 60 * 24 * 365, 1},
-        {"w", 1000LL * 60 * 60 * 24 * 7, 1},
-        {"d", 1000LL * 60 * 60 * 24, 0},
-        {"h", 1000LL * 60 * 60, 0},
-        {"m", 1000LL * 60, 0},
-        {"s", 1000, 0},
-        {"ms", 1, 0},
-    };
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (units[i].exact && ms % units[i].mult != 0) continue;
-        int64_t v = ms / units[i].mult;
-        if (v > 0) {
-            base_buf_printf(out, "%lld%s", (long long)v, units[i].u);
-            ms -= v * units[i].mult;
-        }
-    }
 }

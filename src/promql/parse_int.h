@@ -132,9 +132,6 @@ int pq__unquote(const char *s, size_t n, base_buf *out);
 /* Go's fmt.Sprint(float64): strconv 'g' shortest, "+Inf", "-Inf", "NaN". */
 void pq__fmt_float(base_buf *out, double v);
 
-/* model.Duration(ms).String(): "1h30m", "5m", "0s". */
-void pq__fmt_duration(base_buf *out, int64_t ms);
-
 /* model.ParseDuration: 0 and *ret_ms, or BASE_E_PARSE / BASE_E_RANGE with
  * *ret_msg set to Prometheus's message (NULL for "not a valid duration
  * string: %q", which the caller formats with the text). */

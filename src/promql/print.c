@@ -18,8 +18,16 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/time.h"
 #include "promql/parse_int.h"
 #include "promql/promql.h"
+
+/* model.Duration(ms).String(), appended. */
+static void put_duration(base_buf *out, int64_t ms) {
+    char b[BASE_FMT_DURATION_MAX];
+    size_t n = base_fmt_duration(b, sizeof b, ms);
+    base_buf_append(out, b, n);
+}
 
 static void offset_at(base_buf *out, int64_t offset_ms, pq_at at, int64_t at_ms) {
     if (at == PQ_AT_TIME)
@@ -30,10 +38,10 @@ static void offset_at(base_buf *out, int64_t offset_ms, pq_at at, int64_t at_ms)
         base_buf_puts(out, " @ end()");
     if (offset_ms > 0) {
         base_buf_puts(out, " offset ");
-        pq__fmt_duration(out, offset_ms);
+        put_duration(out, offset_ms);
     } else if (offset_ms < 0) {
         base_buf_puts(out, " offset -");
-        pq__fmt_duration(out, -offset_ms);
+        put_duration(out, -offset_ms);
     }
 }
 
@@ -114,7 +122,7 @@ void promql_print(const pq_node *n, base_buf *out) {
         const pq_node *v = n->msel.vsel;
         vsel_body(v, out);
         base_buf_putc(out, '[');
-        pq__fmt_duration(out, n->msel.range_ms);
+        put_duration(out, n->msel.range_ms);
         base_buf_putc(out, ']');
         offset_at(out, v->vsel.offset_ms, v->vsel.at, v->vsel.at_ms);
         break;
@@ -122,9 +130,9 @@ void promql_print(const pq_node *n, base_buf *out) {
     case PQ_SUBQ:
         promql_print(n->subq.expr, out);
         base_buf_putc(out, '[');
-        pq__fmt_duration(out, n->subq.range_ms);
+        put_duration(out, n->subq.range_ms);
         base_buf_putc(out, ':');
-        if (n->subq.step_ms != 0) pq__fmt_duration(out, n->subq.step_ms);
+        if (n->subq.step_ms != 0) put_duration(out, n->subq.step_ms);
         base_buf_putc(out, ']');
         offset_at(out, n->subq.offset_ms, n->subq.at, n->subq.at_ms);
         break;

@@ -331,8 +331,6 @@ int sc__populate(const cfg_scrape *c, const labels_set *in, labels_set **ret, la
 /* The scrape URL of a target (params from the config, __param_ labels
  * overriding). Caller frees. */
 char *sc__target_url(const labels_set *tls, const cfg_scrape *c);
-/* model.Duration.String(). */
-void sc__fmt_duration(char *out, size_t n, int64_t ms);
 uint64_t sc__fnv64a(const void *p, size_t n, uint64_t h);
 #define SC_FNV_INIT UINT64_C(14695981039346656037)
 

@@ -32,39 +32,6 @@ uint64_t sc__fnv64a(const void *p, size_t n, uint64_t h) {
     return h;
 }
 
-void sc__fmt_duration(char *out, size_t n, int64_t ms) {
-    static const struct {
-        const char *u;
-        int64_t mult;
-        int exact;
-    } units[] = {
-        {"y", 1000LL * 60 * 60 * 24 * 365, 1},
-        {"w", 1000LL * 60 * 60 * 24 * 7, 1},
-        {"d", 1000LL * 60 * 60 * 24, 0},
-        {"h", 1000LL * 60 * 60, 0},
-        {"m", 1000LL * 60, 0},
-        {"s", 1000, 0},
-        {"ms", 1, 0},
-    };
-    if (n == 0) return;
-    out[0] = '\0';
-    if (ms <= 0) {
-        snprintf(out, n, "0s");
-        return;
-    }
-    size_t len = 0;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (units[i].exact && ms % units[i].mult != 0) continue;
-        int64_t v = ms / units[i].mult;
-        if (v > 0) {
-            int k = snprintf(out + len, n - len, "%" PRId64 "%s", v, units[i].u);
-            if (k < 0 || (size_t)k >= n - len) return;
-            len += (size_t)k;
-            ms -= v * units[i].mult;
-        }
-    }
-}
-
 /* Go's net.SplitHostPort: does s split into host and port? */
 static int split_host_port_ok(const char *s, size_t n) {
     size_t i = n;
@@ -115,9 +82,9 @@ int sc__populate(const cfg_scrape *c, const labels_set *in, labels_set **ret, la
     base_buf pname;
     base_buf_init(&pname, 0);
     int e = labels_builder_from(&b, in);
-    char iv[64], to[64];
-    sc__fmt_duration(iv, sizeof iv, c->scrape_interval_ms);
-    sc__fmt_duration(to, sizeof to, c->scrape_timeout_ms);
+    char iv[BASE_FMT_DURATION_MAX], to[BASE_FMT_DURATION_MAX];
+    base_fmt_duration(iv, sizeof iv, c->scrape_interval_ms);
+    base_fmt_duration(to, sizeof to, c->scrape_timeout_ms);
     const char *defs[5][2] = {{"job", c->job_name},
                               {"__scrape_interval__", iv},
                               {"__scrape_timeout__", to},

@@ -807,19 +807,6 @@ int tsdb_block_set_sample(tsdb_block_set *s, int64_t *ret_t, double *ret_v) {
     }
 }
 
-/* First index of t[0..n) (ascending) with t[i] > x. */
-static size_t upper(const int64_t *t, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 int tsdb_block_set_samples(tsdb_block_set *s, int64_t *t, double *v, size_t cap) {
     if (!cap) return BASE_E_INVAL;
     if (s->pend) {
@@ -844,17 +831,11 @@ int tsdb_block_set_samples(tsdb_block_set *s, int64_t *t, double *v, size_t cap)
         size_t want = cap - k, r = tsdb_chunk_it_next_n(&s->it, t + k, v + k, want);
         int64_t *tk = t + k;
         double *vk = v + k;
-        size_t j0 = r && tk[0] < s->mint ? upper(tk, r, s->mint - 1) : 0;
-        size_t j1 = r && tk[r - 1] > s->maxt ? upper(tk, r, s->maxt) : r;
-        if (j0 > j1) j0 = j1;
-        size_t cnt = j1 - j0;
-        if (j0 && cnt) {
-            memmove(tk, tk + j0, cnt * sizeof *tk);
-            memmove(vk, vk + j0, cnt * sizeof *vk);
-        }
+        int past;
+        size_t cnt = tsdb__cut_range(tk, vk, r, s->mint, s->maxt, &past);
         if (s->niv && cnt) cnt = tsdb__ivals_filter(s->iv, s->niv, &s->ivc, tk, vk, cnt);
         k += cnt;
-        if (j1 < r) { /* past maxt: the series ends here */
+        if (past) { /* past maxt: the series ends here */
             s->in_chunk = 0;
             s->cleft = 0;
             break;

@@ -783,20 +783,29 @@ static void *maint_thread(void *arg) {
 
 static int overlaps(const tsdb_block_meta *m, int64_t mint, int64_t maxt);
 
+/* Takes maint_mu and a snapshot of the blocks (the caller frees it, then
+ * unlocks); on failure holds nothing and returns the error ("what: ..."). */
+static int maint_snapshot(tsdb_db *db, dblock ***ret_v, size_t *ret_nb, const char *what, char *err,
+                          size_t errlen) {
+    pthread_mutex_lock(&db->maint_mu);
+    int e = list_snapshot(db, ret_v, ret_nb);
+    if (e) {
+        pthread_mutex_unlock(&db->maint_mu);
+        return base_errf(err, errlen, e, "%s: %s", what, base_strerror(e));
+    }
+    return 0;
+}
+
 int tsdb_db_delete(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, char *err,
                    size_t errlen) {
     if (db->o.read_only) return base_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
     if (mint > maxt) return 0;
     /* as Prometheus: not while blocks are cut or compacted (maint_mu), so
      * no block that a deletion missed can replace one it hit */
-    pthread_mutex_lock(&db->maint_mu);
     dblock **v = NULL;
     size_t nb = 0;
-    int e = list_snapshot(db, &v, &nb);
-    if (e) {
-        pthread_mutex_unlock(&db->maint_mu);
-        return base_errf(err, errlen, e, "delete: %s", base_strerror(e));
-    }
+    int e = maint_snapshot(db, &v, &nb, "delete", err, errlen);
+    if (e) return e;
     /* every place is tried; the first error is returned */
     for (size_t i = 0; i < nb; i++) {
         if (!overlaps(tsdb_block_get_meta(v[i]->b), mint, maxt)) continue;
@@ -812,14 +821,10 @@ int tsdb_db_delete(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t min
 
 int tsdb_db_clean_tombstones(tsdb_db *db, char *err, size_t errlen) {
     if (db->o.read_only) return base_errf(err, errlen, BASE_E_INVAL, "database opened read-only");
-    pthread_mutex_lock(&db->maint_mu);
     dblock **v = NULL;
     size_t nb = 0;
-    int e = list_snapshot(db, &v, &nb);
-    if (e) {
-        pthread_mutex_unlock(&db->maint_mu);
-        return base_errf(err, errlen, e, "clean tombstones: %s", base_strerror(e));
-    }
+    int e = maint_snapshot(db, &v, &nb, "clean tombstones", err, errlen);
+    if (e) return e;
     for (size_t i = 0; i < nb && !e; i++) {
         if (!tsdb_block_num_tombstones(v[i]->b)) continue;
         e = replace_blocks(db, &v[i], 1, err, errlen);

@@ -2647,19 +2647,6 @@ static int cur_peek(tsdb_series_set *ss, ccur *c) {
     return r;
 }
 
-/* First index of t[0..n) (ascending) with t[i] > x. */
-static size_t upper(const int64_t *t, size_t n, int64_t x) {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* cur_next up to cap times into t[], v[], chunks decoded straight into
  * them: the count, or <0 when the first sample failed; an error after
  * samples goes to ss->pend. Same samples and errors as cur_next. */
@@ -2669,7 +2656,7 @@ static int cur_next_n(tsdb_series_set *ss, ccur *c, int64_t *t, double *v, size_
     while (k < cap && !e) {
         if (c->in_chunk == 1) {
             size_t want = cap - k, r = tsdb_chunk_it_next_n(&c->it, t + k, v + k, want);
-            size_t j1 = r && t[k + r - 1] > ss->maxt ? upper(t + k, r, ss->maxt) : r;
+            size_t j1 = r && t[k + r - 1] > ss->maxt ? tsdb__upper(t + k, r, ss->maxt) : r;
             k += j1;
             if (j1 < r) { /* past maxt */
                 c->in_chunk = 0;
@@ -2683,15 +2670,9 @@ static int cur_next_n(tsdb_series_set *ss, ccur *c, int64_t *t, double *v, size_
             }
         } else if (c->in_chunk == 2) {
             size_t want = cap - k, r = stit_next_n(&c->st, t + k, v + k, want, &e);
-            size_t j0 = r && t[k] < ss->mint ? upper(t + k, r, ss->mint - 1) : 0;
-            size_t j1 = r && t[k + r - 1] > ss->maxt ? upper(t + k, r, ss->maxt) : r;
-            if (j0 > j1) j0 = j1;
-            if (j0 && j1 > j0) {
-                memmove(t + k, t + k + j0, (j1 - j0) * sizeof *t);
-                memmove(v + k, v + k + j0, (j1 - j0) * sizeof *v);
-            }
-            k += j1 - j0;
-            if (j1 < r) {
+            int past;
+            k += tsdb__cut_range(t + k, v + k, r, ss->mint, ss->maxt, &past);
+            if (past) {
                 c->in_chunk = 0;
                 c->ci = c->nck;
                 c->open = 0;

@@ -3,6 +3,8 @@
  * and blocks into one answer) have in common.
  *
  * Also the listings' common end: a sorted, duplicate-free string list.
+ * And the batch reads' common cut of decoded samples to [mint, maxt]
+ * (tsdb__cut_range), inline: it runs once per chunk read.
  *
  * A source is any iterator over series sorted by labels (labels_cmp
  * ascending, no duplicates within one source), each series with strictly
@@ -31,9 +33,40 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "labels/labels.h"
 #include "tsdb/head.h"
+
+/* First index of t[0..n) (ascending) with t[i] > x. */
+static inline size_t tsdb__upper(const int64_t *t, size_t n, int64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Cuts the r samples t[0..r), v[0..r) (t ascending), as a batch read
+ * decoded them, to [mint, maxt] in place: returns how many are kept (now
+ * at the front); *past is set to whether one lay after maxt (the series
+ * ends there). */
+static inline size_t tsdb__cut_range(int64_t *t, double *v, size_t r, int64_t mint, int64_t maxt, int *past) {
+    size_t j0 = r && t[0] < mint ? tsdb__upper(t, r, mint - 1) : 0;
+    size_t j1 = r && t[r - 1] > maxt ? tsdb__upper(t, r, maxt) : r;
+    if (j0 > j1) j0 = j1;
+    size_t cnt = j1 - j0;
+    if (j0 && cnt) {
+        memmove(t, t + j0, cnt * sizeof *t);
+        memmove(v, v + j0, cnt * sizeof *v);
+    }
+    *past = j1 < r;
+    return cnt;
+}
 
 typedef struct tsdb__merge_ops {
     /* 1 and the next series, 0 at the end, <0 on error. */

@@ -289,7 +289,7 @@ def compare_status(f, purl, kurl):
                     list(pd["data"]) == list(kd["data"]),
                     f"{path} shape: prometheus {shape(pd)}, kelvin {shape(kd)}")
         else:
-            missing = sorted(k for k in kd["data"] if k not in pd["data"] and not k.startswith(("scrape.threads",
+            missing = sorted(k for k in kd["data"] if k not in pd["data"] and not k.startswith(("scrape.threads", "query.threads",
                              "web.max-request-size", "storage.tsdb.wal-sync", "storage.tsdb.out-of-order")))
             f.check(not missing, f"{path}: kelvin flags Prometheus does not have: {missing}")
             for k in ("query.lookback-delta", "query.timeout", "query.max-concurrency", "query.max-samples",

@@ -1,9 +1,11 @@
 /* tests/unit/base/time.c -- clocks and Prometheus duration parsing
- * (model.ParseDuration as Prometheus 2.42 uses it). */
+ * and formatting (model.ParseDuration and Duration.String as Prometheus
+ * 2.42 uses them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -58,6 +60,26 @@ static void test_durations(void **state) {
     assert_true(ms == -7);
 }
 
+static void test_fmt_durations(void **state) {
+    (void)state;
+    const struct {
+        int64_t ms;
+        const char *s;
+    } t[] = {{0, "0s"},          {-1, ""},
+             {1500, "1s500ms"},  {31536000000 + 86400000, "366d"},
+             {1209600000, "2w"}, {INT64_MAX / 1000000, "106751d23h47m16s854ms"}};
+    char b[BASE_FMT_DURATION_MAX];
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        assert_int_equal(base_fmt_duration(b, sizeof b, t[i].ms), strlen(t[i].s));
+        assert_string_equal(b, t[i].s);
+    }
+    /* too small: cut at a whole unit, NUL-terminated */
+    char s[6];
+    assert_int_equal(base_fmt_duration(s, sizeof s, 90061001), 4);
+    assert_string_equal(s, "1d1h");
+    assert_int_equal(base_fmt_duration(s, 0, 1), 0);
+}
+
 static void test_clocks(void **state) {
     (void)state;
     int64_t a = base_mono_ns();
@@ -74,6 +96,7 @@ static void test_clocks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_fmt_durations),
         cmocka_unit_test(test_clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

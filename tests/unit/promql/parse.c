@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "base/err.h"
+#include "base/time.h"
 #include "promql/parse_int.h"
 #include "promql/promql.h"
 
@@ -421,12 +422,9 @@ static void test_durations(void **state) {
              {15 * 86400000LL, "15d"},
              {61001, "1m1s1ms"}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        base_buf b;
-        base_buf_init(&b, 0);
-        pq__fmt_duration(&b, f[i].ms);
-        assert_int_equal(b.len, strlen(f[i].s));
-        assert_memory_equal(b.data, f[i].s, b.len);
-        base_buf_free(&b);
+        char b[BASE_FMT_DURATION_MAX];
+        assert_int_equal(base_fmt_duration(b, sizeof b, f[i].ms), strlen(f[i].s));
+        assert_string_equal(b, f[i].s);
     }
 }
 

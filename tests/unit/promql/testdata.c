@@ -47,6 +47,7 @@
 #include "labels/labels.h"
 #include "promql/ast.h"
 #include "promql/eval_int.h"
+#include "promql/func.h"
 #include "promql/promql.h"
 #include "tsdb/head.h"
 
@@ -336,15 +337,8 @@ static size_t do_load(runner *r, char **lines, size_t nl, size_t i, int64_t gap)
 }
 
 static int fn_unsafe(pq_func_id id) {
+    if (pq_fn_is_date(id)) return 1;
     switch (id) {
-    case PQ_F_DAYS_IN_MONTH:
-    case PQ_F_DAY_OF_MONTH:
-    case PQ_F_DAY_OF_WEEK:
-    case PQ_F_DAY_OF_YEAR:
-    case PQ_F_HOUR:
-    case PQ_F_MINUTE:
-    case PQ_F_MONTH:
-    case PQ_F_YEAR:
     case PQ_F_PREDICT_LINEAR:
     case PQ_F_TIME:
     case PQ_F_TIMESTAMP: return 1;

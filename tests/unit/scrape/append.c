@@ -175,7 +175,7 @@ static void test_durations(void **state) {
              {60000, "1m"},     {90000, "1m30s"},  {3600000, "1h"},     {86400000, "1d"},
              {604800000, "1w"}, {691200000, "8d"}, {31536000000, "1y"}, {1500, "1s500ms"}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        sc__fmt_duration(b, sizeof b, t[i].ms);
+        base_fmt_duration(b, sizeof b, t[i].ms);
         assert_string_equal(b, t[i].s);
     }
 }
