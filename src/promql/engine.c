@@ -120,6 +120,7 @@ void promql_engine_stats_get(promql_engine *e, promql_engine_stats *ret) {
     ret->running = e->running;
     ret->waiting = e->waiting;
     pthread_mutex_unlock(&e->mu);
+    ret->block_cache_bytes = pq__mem_retained();
 }
 
 void promql_result_free(promql_result *r) {

@@ -177,6 +177,8 @@ void pq__release(pq_q *q, uint64_t n);
  * with the size given to alloc. */
 void *pq__mem_alloc(size_t bytes);
 void pq__mem_free(void *p, size_t bytes);
+/* Bytes held in the cache's free lists now. */
+size_t pq__mem_retained(void);
 
 /* Series and values. pq__ser_alloc: arrays for n steps (bitmap zero);
  * takes ownership of ls (also on failure). */

@@ -98,3 +98,10 @@ void pq__mem_free(void *p, size_t bytes) {
     else
         munmap(p, size);
 }
+
+size_t pq__mem_retained(void) {
+    pthread_mutex_lock(&mem_mu);
+    size_t n = mem_retained;
+    pthread_mutex_unlock(&mem_mu);
+    return n;
+}

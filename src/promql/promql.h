@@ -192,6 +192,8 @@ void promql_result_free(promql_result *r);
 typedef struct promql_engine_stats {
     uint64_t queries, queries_failed, queries_timed_out;
     unsigned running, waiting;
+    uint64_t block_cache_bytes; /* freed evaluation arrays kept for the next
+                                   queries (process-wide, at most 512 MiB) */
 } promql_engine_stats;
 void promql_engine_stats_get(promql_engine *e, promql_engine_stats *ret);
 

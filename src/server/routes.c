@@ -136,6 +136,11 @@ static void engine_metrics(server *s, expo_mset *ms) {
         (double)es.queries_failed);
     add(ms, "kelvin_engine_queries_timed_out_total", EXPO_COUNTER, "Queries that ran past their timeout.",
         NULL, (double)es.queries_timed_out);
+    add(ms, "kelvin_engine_block_cache_bytes", EXPO_GAUGE,
+        "Freed evaluation arrays kept for the next queries (at most 512 MiB), so a warm server does not "
+        "fault "
+        "in fresh pages.",
+        NULL, (double)es.block_cache_bytes);
 }
 
 static void self_metrics(server *s, const http_request *req, http_response *resp) {

@@ -562,6 +562,16 @@ def check_status(f, api, data_dir):
     f.answer(api.get("/api/v1/metadata", [("limit", "x")]), 400, error("bad_data", "limit must be a number"),
              "metadata limit")
     f.answer(api.get("/api/v1/targets/metadata"), 200, success("[]"), "targets/metadata")
+    # the engine's own figures, after the queries checked before this
+    st, _, b = api.get("/metrics")
+    vals = {}
+    for line in b.splitlines():
+        if line.startswith("kelvin_engine_"):
+            name, _, v = line.rpartition(" ")
+            vals[name] = float(v)
+    f.check(vals.get("kelvin_engine_queries_total", 0) >= 10 and vals.get("kelvin_engine_queries_failed_total", 0) >= 1
+            and vals.get("kelvin_engine_queries") == 0 and "kelvin_engine_block_cache_bytes" in vals,
+            f"engine metrics {vals}")
 
 
 def check_grafana(f, api, data):
