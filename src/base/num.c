@@ -1,13 +1,7 @@
 /* num.c -- checked parsers and shortest round-trip float formatting.
  *
- * Shortest digits: a double has 15.95 significant decimal digits, so any
- * decimal of <= 15 digits that rounds to v is what printf("%.14e") gives
- * once its trailing zeros are stripped. We try 15 digits, then 16, then
- * 17 (17 always round-trips), checking each with strtod, and at each
- * length also the neighbours of printf's nearest (see
- * base_shortest_digits); subnormals search from 1 digit. Integers below
- * 1e15 take a fast path with no printf at all; most GPU and host values are
- * integers.
+ * Shortest digits come from base_shortest_digits() (num_shortest.c, Ryu);
+ * this file places them ('f', 'g' and 'e' layouts).
  *
  * Parsing follows Go's strconv.ParseFloat: short decimals take Clinger's
  * exact fast path; the rest go through strtod (correctly rounded, as Go).
@@ -15,9 +9,7 @@
 #include "base/num.h"
 
 #include <errno.h>
-#include <float.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,117 +158,6 @@ size_t base_fmt_i64(char *out, int64_t v) {
         return 1 + base_fmt_u64(out + 1, v == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-v);
     }
     return base_fmt_u64(out, (uint64_t)v);
-}
-
-/* Splits "d.ddde[+-]XX" (printf %e of a positive number) into digits. */
-static int split_exp(const char *tmp, char digits[20], int *ret_exp10) {
-    const char *e = strchr(tmp, 'e');
-    int n = 0;
-    for (const char *p = tmp; p < e; p++)
-        if (*p != '.') digits[n++] = *p;
-    *ret_exp10 = atoi(e + 1);
-    return n;
-}
-
-/* Whether digits[0..nd) x 10^(exp10-nd+1) reads back as a. */
-static int reads_back(const char *digits, int nd, int exp10, double a) {
-    char tmp[48];
-    memcpy(tmp, digits, (size_t)nd);
-    snprintf(tmp + nd, sizeof tmp - (size_t)nd, "e%d", exp10 - nd + 1);
-    return strtod(tmp, NULL) == a;
-}
-
-/* Adds delta (+1/-1) to the last of nd digits; returns 0 when the result
- * would change the digit count or exponent (not a neighbour of the same
- * length). */
-static int bump(char *d, int nd, int delta) {
-    for (int k = nd - 1; k >= 0; k--) {
-        if (delta > 0 && d[k] < '9') {
-            d[k]++;
-            return 1;
-        }
-        if (delta < 0 && d[k] > '0') {
-            d[k]--;
-            return k > 0 || d[0] != '0';
-        }
-        d[k] = delta > 0 ? '0' : '9';
-    }
-    return 0;
-}
-
-int base_shortest_digits(double v, char digits[20], int *ret_exp10) {
-    double a = fabs(v);
-    if (a < 1e15 && a == floor(a) && a >= 1) {
-        char tmp[24];
-        size_t n = base_fmt_u64(tmp, (uint64_t)a);
-        *ret_exp10 = (int)n - 1;
-        while (n > 1 && tmp[n - 1] == '0') n--;
-        memcpy(digits, tmp, n);
-        return (int)n;
-    }
-    /* Short decimals, the common case for measured values (78.527 W, a
-     * 0.042 ratio): the fewest fractional digits k for which m =
-     * round(a * 10^k) reads back. m and 10^k are exact doubles, so m / 10^k
-     * is the correctly rounded value of the decimal m x 10^-k, which is what
-     * strtod would return: equality is the round-trip test, with no printf
-     * and no strtod. The first k that works gives the fewest digits. */
-    if (a >= 1e-5 && a < 1e15) {
-        /* Powers of ten are exact doubles up to 1e22. */
-        static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-        for (int k = 1; k < 23; k++) {
-            double sc = a * p10[k];
-            if (sc >= 9007199254740992.0) break; /* m must stay exact (< 2^53) */
-            /* a * 10^k is itself rounded, so the wanted integer may be
-             * one away from the nearest to the product. */
-            double m = nearbyint(sc);
-            if (m / p10[k] != a) {
-                if ((m + 1) / p10[k] == a)
-                    m += 1;
-                else if (m >= 1 && (m - 1) / p10[k] == a)
-                    m -= 1;
-                else
-                    continue;
-            }
-            char tmp[24];
-            int n = (int)base_fmt_u64(tmp, (uint64_t)m);
-            *ret_exp10 = n - 1 - k;
-            while (n > 1 && tmp[n - 1] == '0') n--;
-            memcpy(digits, tmp, (size_t)n);
-            return n;
-        }
-    }
-    /* For a normal double, a decimal of k <= 15 digits that reads back is
-     * also the nearest 15-digit decimal (padded with zeros), so starting at
-     * 15 and stripping zeros finds the shortest. Subnormals carry fewer
-     * digits and search from 1. At each length the nearest decimal is
-     * tried, then its neighbours: at a power of two the rounding interval
-     * is lopsided and the nearest may miss while a neighbour reads back
-     * (Go's shortest formatting picks that neighbour). */
-    char tmp[48];
-    /* In the fast path's range it already ruled out every decimal of up to
-     * 15 digits (and most of 16), so start at 16 there. */
-    int first = a < DBL_MIN ? 1 : (a >= 1e-5 && a < 1e15) ? 16 : 15;
-    for (int prec = first; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, a);
-        int exp10, n = split_exp(tmp, digits, &exp10);
-        int ok = prec == 17 || strtod(tmp, NULL) == a;
-        if (!ok) {
-            char alt[20];
-            for (int delta = -1; delta <= 1 && !ok; delta += 2) {
-                memcpy(alt, digits, (size_t)n);
-                if (bump(alt, n, delta) && reads_back(alt, n, exp10, a)) {
-                    memcpy(digits, alt, (size_t)n);
-                    ok = 1;
-                }
-            }
-        }
-        if (!ok) continue;
-        while (n > 1 && digits[n - 1] == '0') n--;
-        *ret_exp10 = exp10;
-        return n;
-    }
-    return 0; /* not reached: 17 digits always read back */
 }
 
 static size_t fmt_special(char *out, double v) {
