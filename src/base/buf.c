@@ -8,6 +8,7 @@
 
 #include "base/err.h"
 #include "base/num.h"
+#include "base/utf8.h"
 
 void base_buf_init(base_buf *b, size_t limit) {
     memset(b, 0, sizeof *b);
@@ -96,41 +97,41 @@ void base_buf_double(base_buf *b, double v) {
 void base_buf_json_str(base_buf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     base_buf_putc(b, '"');
-    size_t run = 0; /* start of the bytes not yet copied */
-    for (size_t i = 0; i < n; i++) {
+    size_t start = 0, i = 0; /* start: first byte not yet copied */
+    while (i < n) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[6];
-        size_t skip = 1;
-        if (c == '"')
-            esc = "\\\"";
-        else if (c == '\\')
-            esc = "\\\\";
-        else if (c == '\n')
-            esc = "\\n";
-        else if (c == '\r')
-            esc = "\\r";
-        else if (c == '\t')
-            esc = "\\t";
-        else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-            memcpy(u, "\\u00", 4);
-            u[4] = hex[c >> 4];
-            u[5] = hex[c & 15];
-        } else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-                   ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9)) {
-            memcpy(u, (unsigned char)s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029", 6);
-            skip = 3;
-        } else
+        if (c < 0x80) {
+            if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
+                i++;
+                continue;
+            }
+            base_buf_append(b, s + start, i - start);
+            switch (c) {
+            case '"': base_buf_puts(b, "\\\""); break;
+            case '\\': base_buf_puts(b, "\\\\"); break;
+            case '\n': base_buf_puts(b, "\\n"); break;
+            case '\r': base_buf_puts(b, "\\r"); break;
+            case '\t': base_buf_puts(b, "\\t"); break;
+            default: {
+                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                base_buf_append(b, u, 6);
+            }
+            }
+            start = ++i;
             continue;
-        base_buf_append(b, s + run, i - run);
-        if (esc)
-            base_buf_puts(b, esc);
-        else
-            base_buf_append(b, u, 6);
-        i += skip - 1;
-        run = i + 1;
+        }
+        uint32_t r;
+        size_t l = base_utf8_decode((const unsigned char *)s + i, n - i, &r);
+        if (l == 0 || r == 0x2028 || r == 0x2029) {
+            base_buf_append(b, s + start, i - start);
+            base_buf_puts(b, l == 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029");
+            i += l ? l : 1;
+            start = i;
+            continue;
+        }
+        i += l;
     }
-    base_buf_append(b, s + run, n - run);
+    base_buf_append(b, s + start, n - start);
     base_buf_putc(b, '"');
 }
 

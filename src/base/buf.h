@@ -64,7 +64,7 @@ void base_buf_double(base_buf *b, double v);
 /* Appends s[0..n) as a JSON string, quotes included, escaped as Go's
  * encoding/json does (\" \\ \n \r \t, other control bytes and < > &
  * U+2028 U+2029 as \u00XX / \u20XX), so API answers match Prometheus's
- * byte for byte. Bytes of invalid UTF-8 are passed through. */
+ * byte for byte. Each byte of invalid UTF-8 becomes \ufffd, as in Go. */
 void base_buf_json_str(base_buf *b, const char *s, size_t n);
 /* Takes the data out; the buffer is left empty. Caller frees with free(). */
 char *base_buf_steal(base_buf *b, size_t *ret_len);

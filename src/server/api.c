@@ -53,47 +53,6 @@
 
 /* ---- JSON --------------------------------------------------------------- */
 
-void server__json_str(base_buf *b, const char *s, size_t n) {
-    static const char hex[] = "0123456789abcdef";
-    base_buf_putc(b, '"');
-    size_t start = 0, i = 0;
-    while (i < n) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) {
-            if (c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&') {
-                i++;
-                continue;
-            }
-            base_buf_append(b, s + start, i - start);
-            switch (c) {
-            case '"': base_buf_puts(b, "\\\""); break;
-            case '\\': base_buf_puts(b, "\\\\"); break;
-            case '\n': base_buf_puts(b, "\\n"); break;
-            case '\r': base_buf_puts(b, "\\r"); break;
-            case '\t': base_buf_puts(b, "\\t"); break;
-            default: {
-                char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-                base_buf_append(b, u, 6);
-            }
-            }
-            start = ++i;
-            continue;
-        }
-        uint32_t r;
-        size_t l = base_utf8_decode((const unsigned char *)s + i, n - i, &r);
-        if (l == 0 || r == 0x2028 || r == 0x2029) {
-            base_buf_append(b, s + start, i - start);
-            base_buf_puts(b, l == 0 ? "\\ufffd" : r == 0x2028 ? "\\u2028" : "\\u2029");
-            i += l ? l : 1;
-            start = i;
-            continue;
-        }
-        i += l;
-    }
-    base_buf_append(b, s + start, n - start);
-    base_buf_putc(b, '"');
-}
-
 void server__json_labels(base_buf *b, const labels_set *ls) {
     base_buf_putc(b, '{');
     labels_iter it;
@@ -103,9 +62,9 @@ void server__json_labels(base_buf *b, const labels_set *ls) {
     while (labels_iter_next(&it, &name, &value)) {
         if (!first) base_buf_putc(b, ',');
         first = 0;
-        server__json_str(b, name.p, name.n);
+        base_buf_json_str(b, name.p, name.n);
         base_buf_putc(b, ':');
-        server__json_str(b, value.p, value.n);
+        base_buf_json_str(b, value.p, value.n);
     }
     base_buf_putc(b, '}');
 }
@@ -478,13 +437,22 @@ int server__api_status(const char *type) {
     return 500;
 }
 
+void server__api_bad_data(api_ctx *c, const char *prefix, const base_buf *msg) {
+    base_buf m;
+    base_buf_init(&m, 0);
+    base_buf_puts(&m, prefix);
+    base_buf_append(&m, msg->data ? msg->data : "", msg->len);
+    server__api_error(c, 400, "bad_data", m.data ? m.data : "", m.len);
+    base_buf_free(&m);
+}
+
 void server__api_error(api_ctx *c, int status, const char *type, const char *msg, size_t len) {
     base_buf b;
     base_buf_init(&b, 0);
     base_buf_puts(&b, "{\"status\":\"error\",\"errorType\":");
-    server__json_str(&b, type, strlen(type));
+    base_buf_json_str(&b, type, strlen(type));
     base_buf_puts(&b, ",\"error\":");
-    server__json_str(&b, msg ? msg : "", msg ? len : 0);
+    base_buf_json_str(&b, msg ? msg : "", msg ? len : 0);
     base_buf_putc(&b, '}');
     server__api_send(c, status, &b);
 }

@@ -163,7 +163,7 @@ static void write_result(base_buf *b, const promql_result *r) {
         base_buf_putc(b, '[');
         server__json_float(b, (double)r->t / 1000);
         base_buf_putc(b, ',');
-        server__json_str(b, r->str ? r->str : "", r->str_len);
+        base_buf_json_str(b, r->str ? r->str : "", r->str_len);
         base_buf_putc(b, ']');
         break;
     case PROMQL_VECTOR:
@@ -296,13 +296,8 @@ static int parse(api_ctx *c, base_str qs, pq_expr **ret, const char *prefix) {
         server__api_errorf(c, "internal", "out of memory");
         return rc;
     }
-    base_buf b;
-    base_buf_init(&b, 0);
-    base_buf_puts(&b, prefix);
-    base_buf_append(&b, msg.data ? msg.data : "", msg.len);
+    server__api_bad_data(c, prefix, &msg);
     base_buf_free(&msg);
-    server__api_error(c, 400, "bad_data", b.data ? b.data : "", b.len);
-    base_buf_free(&b);
     return rc;
 }
 

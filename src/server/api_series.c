@@ -85,17 +85,6 @@ int server__match_sets(api_ctx *c, int nonempty, api_match_sets *ret, char *err,
     return rc;
 }
 
-/* A bad_data answer of prefix + msg (msg may hold NUL bytes: 2.42 echoes
- * a regex's). */
-static void bad_data(api_ctx *c, const char *prefix, const base_buf *msg) {
-    base_buf m;
-    base_buf_init(&m, 0);
-    base_buf_puts(&m, prefix);
-    base_buf_append(&m, msg->data ? msg->data : "", msg->len);
-    server__api_error(c, 400, "bad_data", m.data ? m.data : "", m.len);
-    base_buf_free(&m);
-}
-
 /* ---- endpoints ---------------------------------------------------------------- */
 
 static int start_end(api_ctx *c, int64_t *mint, int64_t *maxt) {
@@ -111,6 +100,18 @@ static int cmp_sets(const void *a, const void *b) {
     return labels_cmp(*(labels_set *const *)a, *(labels_set *const *)b);
 }
 
+/* The range and the match[] sets of a series or label request; on a bad
+ * one answers 400 (match[] errors prefixed) and returns -1. */
+static int range_and_sets(api_ctx *c, const char *prefix, int64_t *mint, int64_t *maxt, api_match_sets *m) {
+    if (start_end(c, mint, maxt) != 0) return -1;
+    base_buf msg;
+    base_buf_init(&msg, 0);
+    int rc = match_sets(c, 1, m, &msg);
+    if (rc != 0) server__api_bad_data(c, prefix, &msg);
+    base_buf_free(&msg);
+    return rc != 0 ? -1 : 0;
+}
+
 void server__api_series(api_ctx *c) {
     if (c->form.err == BASE_E_PARSE) {
         server__api_errorf(c, "bad_data", "error parsing form values: %s", c->form.errmsg);
@@ -121,16 +122,8 @@ void server__api_series(api_ctx *c) {
         return;
     }
     int64_t mint, maxt;
-    if (start_end(c, &mint, &maxt) != 0) return;
     api_match_sets m;
-    base_buf msg;
-    base_buf_init(&msg, 0);
-    if (match_sets(c, 1, &m, &msg) != 0) {
-        bad_data(c, "invalid parameter \"match[]\": ", &msg);
-        base_buf_free(&msg);
-        return;
-    }
-    base_buf_free(&msg);
+    if (range_and_sets(c, "invalid parameter \"match[]\": ", &mint, &maxt, &m) != 0) return;
     labels_set **sets = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
@@ -205,7 +198,7 @@ static void write_union(base_buf *b, tsdb_strs **lists, size_t n) {
     for (size_t i = 0, out = 0; i < total; i++) {
         if (i > 0 && cmp_str(&all[i], &all[i - 1]) == 0) continue;
         if (out++) base_buf_putc(b, ',');
-        server__json_str(b, all[i].p, all[i].n);
+        base_buf_json_str(b, all[i].p, all[i].n);
     }
     base_buf_putc(b, ']');
     free(all);
@@ -214,16 +207,8 @@ static void write_union(base_buf *b, tsdb_strs **lists, size_t n) {
 /* names (values == NULL) or values of *name, answered. */
 static void label_lists(api_ctx *c, const base_str *name) {
     int64_t mint, maxt;
-    if (start_end(c, &mint, &maxt) != 0) return;
     api_match_sets m;
-    base_buf msg;
-    base_buf_init(&msg, 0);
-    if (match_sets(c, 1, &m, &msg) != 0) {
-        bad_data(c, "", &msg);
-        base_buf_free(&msg);
-        return;
-    }
-    base_buf_free(&msg);
+    if (range_and_sets(c, "", &mint, &maxt, &m) != 0) return;
     size_t nl = m.nsets ? m.nsets : 1;
     tsdb_strs **lists = calloc(nl, sizeof *lists);
     int rc = lists ? 0 : BASE_E_NOMEM;

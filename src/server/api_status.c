@@ -130,7 +130,7 @@ void server__api_status_config(api_ctx *c) {
     pthread_rwlock_rdlock(&s->cfg_lock);
     base_buf_puts(&b, "{\"yaml\":");
     if (s->cfg)
-        server__json_str(&b, s->cfg->text, s->cfg->text_len);
+        base_buf_json_str(&b, s->cfg->text, s->cfg->text_len);
     else
         base_buf_puts(&b, "\"\"");
     base_buf_putc(&b, '}');
@@ -189,7 +189,7 @@ void server__api_status_flags(api_ctx *c) {
     base_buf_putc(&b, '{');
     for (size_t i = 0; i < s->nflags; i++) {
         if (i) base_buf_putc(&b, ',');
-        server__json_str(&b, f[i]->name, strlen(f[i]->name));
+        base_buf_json_str(&b, f[i]->name, strlen(f[i]->name));
         base_buf_putc(&b, ':');
         base_buf_reset(&v);
         switch (f[i]->kind) {
@@ -203,7 +203,7 @@ void server__api_status_flags(api_ctx *c) {
         case BASE_FLAG_INT: base_buf_i64(&v, *(const int64_t *)f[i]->target); break;
         case BASE_FLAG_SIZE: fmt_bytes(&v, *(const int64_t *)f[i]->target); break;
         }
-        server__json_str(&b, v.data ? v.data : "", v.len);
+        base_buf_json_str(&b, v.data ? v.data : "", v.len);
     }
     base_buf_putc(&b, '}');
     base_buf_free(&v);
@@ -251,16 +251,16 @@ void server__api_status_runtimeinfo(api_ctx *c) {
     base_buf_puts(&b, "{\"startTime\":");
     json_time(&b, s->start_sec, s->start_nsec);
     base_buf_puts(&b, ",\"CWD\":");
-    server__json_str(&b, s->cwd, strlen(s->cwd));
+    base_buf_json_str(&b, s->cwd, strlen(s->cwd));
     base_buf_puts(&b, s->reload_ok ? ",\"reloadConfigSuccess\":true" : ",\"reloadConfigSuccess\":false");
     base_buf_puts(&b, ",\"lastConfigTime\":");
     json_time(&b, s->reload_success_ms / 1000, 0);
     base_buf_printf(&b, ",\"corruptionCount\":%llu,\"goroutineCount\":%ld,\"GOMAXPROCS\":%ld,\"GOGC\":",
                     (unsigned long long)s->wal_corruptions, threads_now(), sysconf(_SC_NPROCESSORS_ONLN));
     const char *gogc = getenv("GOGC"), *godebug = getenv("GODEBUG");
-    server__json_str(&b, gogc ? gogc : "", gogc ? strlen(gogc) : 0);
+    base_buf_json_str(&b, gogc ? gogc : "", gogc ? strlen(gogc) : 0);
     base_buf_puts(&b, ",\"GODEBUG\":");
-    server__json_str(&b, godebug ? godebug : "", godebug ? strlen(godebug) : 0);
+    base_buf_json_str(&b, godebug ? godebug : "", godebug ? strlen(godebug) : 0);
     base_buf_puts(&b, ",\"storageRetention\":\"");
     if (s->dbo.retention_ms) server__fmt_duration(&b, s->dbo.retention_ms);
     if (s->dbo.retention_ms && s->dbo.retention_bytes) base_buf_puts(&b, " or ");
@@ -274,7 +274,7 @@ static void card_list(base_buf *b, const char *key, const tsdb_head_card_entry *
     for (size_t i = 0; i < n; i++) {
         if (i) base_buf_putc(b, ',');
         base_buf_puts(b, "{\"name\":");
-        server__json_str(b, e[i].name.p, e[i].name.n);
+        base_buf_json_str(b, e[i].name.p, e[i].name.n);
         base_buf_printf(b, ",\"value\":%llu}", (unsigned long long)e[i].count);
     }
     base_buf_putc(b, ']');

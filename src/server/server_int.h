@@ -128,6 +128,9 @@ int server__api_status(const char *type);
  * limit). */
 void server__api_errorf(api_ctx *c, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A bad_data answer of prefix + msg (msg may hold NUL bytes: 2.42 echoes
+ * a regex's). */
+void server__api_bad_data(api_ctx *c, const char *prefix, const base_buf *msg);
 /* "invalid parameter %q: " + msg, bad_data. */
 void server__api_invalid_param(api_ctx *c, const char *param, const char *msg);
 /* Sends b (a complete JSON document) with status, compressed if asked. */
@@ -137,11 +140,10 @@ void server__api_no_content(api_ctx *c);
 void server__api_begin(base_buf *b);
 void server__api_end(api_ctx *c, base_buf *b);
 
-/* JSON as Go writes it: strings escaped by encoding/json (invalid UTF-8
- * bytes become \ufffd), label sets as objects, sample timestamps as
- * Prometheus's marshalTimestamp, values as its marshalValue, float64 as
- * encoding/json, and strconv.FormatFloat(v, 'f', -1, 64). */
-void server__json_str(base_buf *b, const char *s, size_t n);
+/* JSON as Go writes it (strings: base_buf_json_str): label sets as
+ * objects, sample timestamps as Prometheus's marshalTimestamp, values as
+ * its marshalValue, float64 as encoding/json, and
+ * strconv.FormatFloat(v, 'f', -1, 64). */
 void server__json_labels(base_buf *b, const labels_set *ls);
 void server__json_ts(base_buf *b, int64_t ms);
 void server__json_value(base_buf *b, double v);

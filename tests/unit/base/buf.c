@@ -147,6 +147,7 @@ static void test_json_str(void **state) {
         {"x\0y", 3, "\"x\\u0000y\""},
         {"\xe2\x80\xa8|\xe2\x80\xa9", 7, "\"\\u2028|\\u2029\""},
         {"\xc3\xa9", 2, "\"\xc3\xa9\""},
+        {"a\xff\xc3", 3, "\"a\\ufffd\\ufffd\""}, /* invalid UTF-8: one U+FFFD a byte, as Go */
         {"", 0, "\"\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
