@@ -24,6 +24,14 @@ const char *pq_type_name(pq_type t) {
     }
 }
 
+const char *pq_type_doc(pq_type t) {
+    switch (t) {
+    case PQ_T_VECTOR: return "instant vector";
+    case PQ_T_MATRIX: return "range vector";
+    default: return pq_type_name(t);
+    }
+}
+
 const char *pq_binop_str(pq_binop op) {
     static const char *const s[] = {
         [PQ_OP_ADD] = "+",   [PQ_OP_SUB] = "-", [PQ_OP_MUL] = "*",         [PQ_OP_DIV] = "/",

@@ -30,8 +30,11 @@ typedef enum pq_type {
     PQ_T_MATRIX,
     PQ_T_STRING,
 } pq_type;
-/* "scalar", "vector" ("instant vector" in errors is the caller's), ... */
+/* "scalar", "vector", "matrix", "string", "none" (parser.ValueType). */
 const char *pq_type_name(pq_type t);
+/* The names 2.42's messages use (DocumentedType): "instant vector" and
+ * "range vector" for vector and matrix, else pq_type_name. */
+const char *pq_type_doc(pq_type t);
 
 typedef enum pq_node_kind {
     PQ_NUM,   /* number literal */

@@ -266,17 +266,6 @@ static int to_result(pq_q *q, pq_val *v, const pq_rng *r, int range, promql_resu
 
 /* ---- running a query --------------------------------------------------------------- */
 
-static const char *documented_type(pq_type t) {
-    switch (t) {
-    case PQ_T_SCALAR: return "scalar";
-    case PQ_T_VECTOR: return "instant vector";
-    case PQ_T_MATRIX: return "range vector";
-    case PQ_T_STRING: return "string";
-    case PQ_T_NONE: break;
-    }
-    return "none";
-}
-
 static int exec(promql_engine *e, const pq_expr *x, int64_t start, int64_t end, int64_t step, int range,
                 const volatile int *cancel, promql_result *ret) {
     memset(ret, 0, sizeof *ret);
@@ -289,7 +278,7 @@ static int exec(promql_engine *e, const pq_expr *x, int64_t start, int64_t end, 
         char msg[160];
         snprintf(msg, sizeof msg,
                  "invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
-                 documented_type(root->type));
+                 pq_type_doc(root->type));
         rc = set_err(ret, PROMQL_ERR_BAD_DATA, msg);
     } else if (range && (step <= 0 || end < start)) {
         rc = set_err(ret, PROMQL_ERR_BAD_DATA, "invalid range query: end before start or step <= 0");

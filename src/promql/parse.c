@@ -1039,24 +1039,17 @@ static pq_node *expr(parser *p, int min_prec) {
 
 /* ---- type checks (parse.go's checkAST) -------------------------------------------------- */
 
-static const char *doc_type(pq_type t) {
-    switch (t) {
-    case PQ_T_VECTOR: return "instant vector";
-    case PQ_T_MATRIX: return "range vector";
-    default: return pq_type_name(t);
-    }
-}
-
 static pq_type check(parser *p, pq_node *n);
 
 static void expect_type(parser *p, pq_node *n, pq_type want, const char *ctx, const char *fn) {
     pq_type t = check(p, n);
     if (t != want) {
         if (fn)
-            perr(p, n->pos_start, "expected type %s in call to function \"%s\", got %s", doc_type(want), fn,
-                 doc_type(t));
+            perr(p, n->pos_start, "expected type %s in call to function \"%s\", got %s", pq_type_doc(want),
+                 fn, pq_type_doc(t));
         else
-            perr(p, n->pos_start, "expected type %s in %s, got %s", doc_type(want), ctx, doc_type(t));
+            perr(p, n->pos_start, "expected type %s in %s, got %s", pq_type_doc(want), ctx ? ctx : "",
+                 pq_type_doc(t));
     }
 }
 
@@ -1152,7 +1145,7 @@ static pq_type check(parser *p, pq_node *n) {
         if (t != PQ_T_SCALAR && t != PQ_T_VECTOR)
             perr(p, n->pos_start,
                  "unary expression only allowed on expressions of type scalar or instant vector, got \"%s\"",
-                 doc_type(t));
+                 pq_type_doc(t));
         break;
     }
     case PQ_SUBQ: {

@@ -324,16 +324,6 @@ static int64_t points(api_time start, api_time end, int64_t step_ns) {
     return (int64_t)d / step_ns;
 }
 
-static const char *documented_type(pq_type t) {
-    switch (t) {
-    case PQ_T_SCALAR: return "scalar";
-    case PQ_T_VECTOR: return "instant vector";
-    case PQ_T_MATRIX: return "range vector";
-    case PQ_T_STRING: return "string";
-    default: return "none";
-    }
-}
-
 void server__api_query_range(api_ctx *c) {
     api_time start, end;
     char msg[512];
@@ -385,7 +375,7 @@ void server__api_query_range(api_ctx *c) {
     if (t != PQ_T_SCALAR && t != PQ_T_VECTOR) {
         server__api_errorf(c, "bad_data",
                            "invalid expression type \"%s\" for range query, must be Scalar or instant Vector",
-                           documented_type(t));
+                           pq_type_doc(t));
     } else if (q.has_timeout && q.timeout_ns <= 0) {
         server__api_errorf(c, "timeout", "query timed out in query execution");
     } else if (step_ns / 1000000 == 0) {
