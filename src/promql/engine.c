@@ -5,7 +5,8 @@
  * LIFE OF A QUERY (2.42's Engine.exec / execEvalStmt):
  *   1. a range query of anything but a scalar or instant vector is refused
  *      (bad_data, NewRangeQuery's message);
- *   2. the deadline is set (now + timeout) and the query waits for one of
+ *   2. the deadline is set (now + the smaller of --query.timeout and the
+ *      caller's timeout) and the query waits for one of
  *      max_concurrency slots: a query still waiting at the deadline fails
  *      with "query timed out in query queue" (canceled: "query was
  *      canceled in query queue");
@@ -267,7 +268,8 @@ static int to_result(pq_q *q, pq_val *v, const pq_rng *r, int range, promql_resu
 /* ---- running a query --------------------------------------------------------------- */
 
 static int exec(promql_engine *e, const pq_expr *x, int64_t start, int64_t end, int64_t step, int range,
-                const volatile int *cancel, promql_result *ret) {
+                const promql_ctl *ctl, promql_result *ret) {
+    const volatile int *cancel = ctl ? ctl->cancel : NULL;
     memset(ret, 0, sizeof *ret);
     const pq_node *root = promql_expr_root(x);
     pthread_mutex_lock(&e->mu);
@@ -283,7 +285,11 @@ static int exec(promql_engine *e, const pq_expr *x, int64_t start, int64_t end, 
     } else if (range && (step <= 0 || end < start)) {
         rc = set_err(ret, PROMQL_ERR_BAD_DATA, "invalid range query: end before start or step <= 0");
     }
-    int64_t deadline = e->o.timeout_ms > 0 ? base_mono_ns() + e->o.timeout_ms * 1000000 : 0;
+    /* the engine's --query.timeout, shortened by the caller's own */
+    int64_t now = base_mono_ns();
+    int64_t deadline = e->o.timeout_ms > 0 ? now + e->o.timeout_ms * 1000000 : 0;
+    if (ctl && ctl->timeout_ns > 0 && (!deadline || now + ctl->timeout_ns < deadline))
+        deadline = now + ctl->timeout_ns;
     int entered = 0;
     if (rc == 0) {
         rc = gate_enter(e, deadline, cancel, ret);
@@ -340,12 +346,12 @@ static int exec(promql_engine *e, const pq_expr *x, int64_t start, int64_t end, 
     return rc < 0 ? rc : 0;
 }
 
-int promql_exec_instant(promql_engine *e, const pq_expr *x, int64_t t_ms, const volatile int *cancel,
+int promql_exec_instant(promql_engine *e, const pq_expr *x, int64_t t_ms, const promql_ctl *ctl,
                         promql_result *ret) {
-    return exec(e, x, t_ms, t_ms, 0, 0, cancel, ret);
+    return exec(e, x, t_ms, t_ms, 0, 0, ctl, ret);
 }
 
 int promql_exec_range(promql_engine *e, const pq_expr *x, int64_t start_ms, int64_t end_ms, int64_t step_ms,
-                      const volatile int *cancel, promql_result *ret) {
-    return exec(e, x, start_ms, end_ms, step_ms, 1, cancel, ret);
+                      const promql_ctl *ctl, promql_result *ret) {
+    return exec(e, x, start_ms, end_ms, step_ms, 1, ctl, ret);
 }

@@ -176,16 +176,25 @@ typedef struct promql_result {
     uint64_t total_samples;
 } promql_result;
 
+/* What a caller adds to one query (ctl may be NULL): a cancel flag,
+ * polled -- when it becomes non-zero the query stops with
+ * PROMQL_ERR_CANCELED -- and a timeout of its own (the API's `timeout`
+ * parameter; 0: none) that shortens the engine's --query.timeout, failing
+ * as 2.42's deadline does (PROMQL_ERR_TIMEOUT, "query timed out in ..."). */
+typedef struct promql_ctl {
+    const volatile int *cancel;
+    int64_t timeout_ns;
+} promql_ctl;
+
 /* Instant query at t (ms). Returns 0 with *ret filled, or < 0 with
- * ret->err / ret->errmsg set. cancel (may be NULL) is polled: when it
- * becomes non-zero the query stops with PROMQL_ERR_CANCELED. */
-int promql_exec_instant(promql_engine *e, const pq_expr *x, int64_t t_ms, const volatile int *cancel,
+ * ret->err / ret->errmsg set. */
+int promql_exec_instant(promql_engine *e, const pq_expr *x, int64_t t_ms, const promql_ctl *ctl,
                         promql_result *ret);
 /* Range query: start <= end, step > 0 (the API checks the 11,000 points
  * limit before). The expression must be scalar or instant vector typed
  * (else BAD_DATA with Prometheus's message). Result: PROMQL_MATRIX. */
 int promql_exec_range(promql_engine *e, const pq_expr *x, int64_t start_ms, int64_t end_ms, int64_t step_ms,
-                      const volatile int *cancel, promql_result *ret);
+                      const promql_ctl *ctl, promql_result *ret);
 void promql_result_free(promql_result *r);
 
 /* Engine counters for the server's /metrics (prometheus_engine_*). */

@@ -24,126 +24,20 @@
  * measured around parse and evaluation (queue time is inside the
  * engine's evaluation time).
  *
- * TIMEOUTS. The engine takes a cancel flag, not a deadline. A request's
- * `timeout` registers its flag with a watchdog thread that sets it to
- * API_CANCEL_TIMEOUT when the deadline passes; an answer of
- * PROMQL_ERR_CANCELED for a flag the watchdog set is reported as 2.42
- * reports its deadline: errorType timeout, "query timed out in <where>".
- * The engine's own --query.timeout stays the engine's.
+ * TIMEOUTS. A request's `timeout` goes to the engine with the query
+ * (promql_ctl), which shortens its --query.timeout with it and fails as
+ * 2.42's deadline does (errorType timeout, "query timed out in <where>").
  *
  * EXEMPLARS. Kelvin keeps none; 2.42 without exemplar storage answers
  * `{"status":"success","data":[]}` when the query has a selector and 204
  * without one; its errors (times, then the parse) are checked the same.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/err.h"
 #include "base/time.h"
 #include "server/server_int.h"
-
-/* The flag value the watchdog writes; the engine stops on any non-zero. */
-#define API_CANCEL_TIMEOUT 2
-
-/* ---- the timeout watchdog -------------------------------------------------- */
-
-typedef struct wd_entry {
-    int64_t deadline_ns; /* monotonic */
-    volatile int *flag;
-    int fired;
-    struct wd_entry *prev, *next;
-} wd_entry;
-
-struct api_watchdog {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t th;
-    int stop;
-    wd_entry *head;
-};
-
-static void *wd_main(void *arg) {
-    api_watchdog *w = arg;
-    pthread_mutex_lock(&w->mu);
-    while (!w->stop) {
-        int64_t now = base_mono_ns(), next = INT64_MAX;
-        for (wd_entry *e = w->head; e; e = e->next) {
-            if (e->fired) continue;
-            if (e->deadline_ns <= now) {
-                *e->flag = API_CANCEL_TIMEOUT;
-                e->fired = 1;
-            } else if (e->deadline_ns < next) {
-                next = e->deadline_ns;
-            }
-        }
-        if (next == INT64_MAX) {
-            pthread_cond_wait(&w->cv, &w->mu);
-        } else {
-            struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
-        }
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
-}
-
-int server__api_init(server *s) {
-    api_watchdog *w = calloc(1, sizeof *w);
-    if (!w) return BASE_E_NOMEM;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&w->th, NULL, wd_main, w) != 0) {
-        pthread_cond_destroy(&w->cv);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return BASE_E_NOMEM;
-    }
-    s->watchdog = w;
-    return 0;
-}
-
-void server__api_fini(server *s) {
-    api_watchdog *w = s->watchdog;
-    if (!w) return;
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->th, NULL);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-    s->watchdog = NULL;
-}
-
-static void wd_add(api_watchdog *w, wd_entry *e) {
-    pthread_mutex_lock(&w->mu);
-    e->prev = NULL;
-    e->next = w->head;
-    if (w->head) w->head->prev = e;
-    w->head = e;
-    pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-/* Returns whether the watchdog fired for e. */
-static int wd_remove(api_watchdog *w, wd_entry *e) {
-    pthread_mutex_lock(&w->mu);
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        w->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    int fired = e->fired;
-    pthread_mutex_unlock(&w->mu);
-    return fired;
-}
 
 /* ---- results ----------------------------------------------------------------- */
 
@@ -230,15 +124,7 @@ static int timeout_param(api_ctx *c, qparams *q) {
     return 0;
 }
 
-static void answer_error(api_ctx *c, const promql_result *r, int timed_out) {
-    static const char canceled[] = "query was canceled in ";
-    if (timed_out && r->err == PROMQL_ERR_CANCELED) {
-        const char *where = strncmp(r->errmsg, canceled, sizeof canceled - 1) == 0
-                                ? r->errmsg + sizeof canceled - 1
-                                : "query execution";
-        server__api_errorf(c, "timeout", "query timed out in %s", where);
-        return;
-    }
+static void answer_error(api_ctx *c, const promql_result *r) {
     promql_errtype t = r->err ? r->err : PROMQL_ERR_INTERNAL;
     server__api_errorf(c, promql_errtype_str(t), "%s", r->errmsg[0] ? r->errmsg : "query failed");
 }
@@ -246,26 +132,19 @@ static void answer_error(api_ctx *c, const promql_result *r, int timed_out) {
 /* Runs x (instant when step_ms < 0) and answers. Takes nothing over. */
 static void run(api_ctx *c, const qparams *q, const pq_expr *x, int64_t t0, int64_t end, int64_t step_ms,
                 int64_t parse_ns) {
-    volatile int cancel = 0;
-    wd_entry e = {0};
-    if (q->has_timeout) {
-        if (q->timeout_ns <= 0) {
-            server__api_errorf(c, "timeout", "query timed out in query execution");
-            return;
-        }
-        e.deadline_ns = base_mono_ns() + q->timeout_ns;
-        e.flag = &cancel;
-        wd_add(c->s->watchdog, &e);
+    if (q->has_timeout && q->timeout_ns <= 0) {
+        server__api_errorf(c, "timeout", "query timed out in query execution");
+        return;
     }
+    promql_ctl ctl = {.timeout_ns = q->has_timeout ? q->timeout_ns : 0};
     promql_result r;
     memset(&r, 0, sizeof r);
     int64_t start_ns = base_mono_ns();
-    int rc = step_ms < 0 ? promql_exec_instant(c->s->engine, x, t0, &cancel, &r)
-                         : promql_exec_range(c->s->engine, x, t0, end, step_ms, &cancel, &r);
+    int rc = step_ms < 0 ? promql_exec_instant(c->s->engine, x, t0, &ctl, &r)
+                         : promql_exec_range(c->s->engine, x, t0, end, step_ms, &ctl, &r);
     int64_t exec_ns = base_mono_ns() - start_ns;
-    int timed_out = q->has_timeout ? wd_remove(c->s->watchdog, &e) : 0;
     if (rc != 0) {
-        answer_error(c, &r, timed_out);
+        answer_error(c, &r);
         promql_result_free(&r);
         return;
     }

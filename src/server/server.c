@@ -1,11 +1,11 @@
 /* server.c -- `kelvin server`: flags, wiring, reload, lifecycle.
  *
  * Wiring: the TSDB is opened first (its WAL replayed), then the PromQL
- * engine over it and the API's timeout watchdog, then HTTP, then the
+ * engine over it, then HTTP, then the
  * scrape manager (which appends to the TSDB's head) and the discovery
  * manager (whose sink is scrape_manager_sync), then the configuration is
  * applied. Shutdown runs the other way: HTTP stops first (no request runs
- * any more), then discovery, scraping, the watchdog and the engine, then
+ * any more), then discovery, scraping and the engine, then
  * the TSDB closes (its WAL is complete).
  *
  * Reload (SIGHUP, POST /-/reload): the new file is loaded and checked in
@@ -280,8 +280,7 @@ int server_main(int argc, char **argv) {
     }
     s.dbo = dbo;
     s.wal_corruptions = rep.wal.corruptions;
-    if ((rc = promql_engine_new(&qo, promql_storage_db(s.db), &s.engine)) != 0 ||
-        (rc = server__api_init(&s)) != 0) {
+    if ((rc = promql_engine_new(&qo, promql_storage_db(s.db), &s.engine)) != 0) {
         base_log(BASE_LOG_ERROR, "cannot start the query engine", "err", base_strerror(rc), NULL);
         goto out;
     }
@@ -344,7 +343,6 @@ out:
     http_server_stop(s.http);
     disc_manager_free(s.disc);
     scrape_manager_free(s.scrape);
-    server__api_fini(&s);
     if (s.engine) promql_engine_free(s.engine);
     if (s.db && tsdb_db_close(s.db) != 0) {
         base_log(BASE_LOG_ERROR, "closing the TSDB failed", NULL);

@@ -5,8 +5,7 @@
  *   api.c         dispatch (paths, methods, readiness), arguments, time
  *                 and duration parameters as 2.42 parses them, the JSON
  *                 writers, error answers, compression
- *   api_query.c   query, query_range, query_exemplars; per-request
- *                 timeouts (a watchdog thread)
+ *   api_query.c   query, query_range, query_exemplars
  *   api_series.c  series, labels, label/<name>/values
  *   api_status.c  status endpoints, targets, metadata, rules, alerts, admin
  */
@@ -35,8 +34,6 @@ typedef struct server_flags {
     int64_t lookback_ms, query_timeout_ms, query_max_concurrency, query_max_samples, query_threads;
 } server_flags;
 
-typedef struct api_watchdog api_watchdog;
-
 typedef struct server {
     server_flags flags;
     const base_flag *flag_table; /* every flag, for /api/v1/status/flags */
@@ -48,7 +45,6 @@ typedef struct server {
     tsdb_db_opts dbo; /* as applied (retention for runtimeinfo) */
     uint64_t wal_corruptions;
     promql_engine *engine;
-    api_watchdog *watchdog;
     scrape_manager *scrape;
     disc_manager *disc;
     http_server *http;
@@ -72,10 +68,6 @@ void server__handle(void *ctx, const http_request *req, http_response *resp);
 
 /* ---- the API (api*.c) ------------------------------------------------------ */
 
-/* Starts / stops what the API needs besides the engine (the timeout
- * watchdog). init: 0 or BASE_E_*. */
-int server__api_init(server *s);
-void server__api_fini(server *s);
 /* Every /api/v1/ request. */
 void server__api(server *s, const http_request *req, http_response *resp);
 

@@ -431,20 +431,26 @@ static void test_cancel(void **state) {
     promql_result r;
     /* canceled before it starts */
     volatile int cancel = 1;
-    assert_true(promql_exec_instant(e, x, 100000, &cancel, &r) < 0);
+    promql_ctl ctl = {.cancel = &cancel};
+    assert_true(promql_exec_instant(e, x, 100000, &ctl, &r) < 0);
     assert_int_equal(r.err, PROMQL_ERR_CANCELED);
     assert_string_equal(r.errmsg, "query was canceled in query execution");
     /* canceled while it reads */
     cancel = 0;
     g_slow.cancel_after = &cancel;
-    assert_true(promql_exec_instant(e, x, 100000, &cancel, &r) < 0);
+    assert_true(promql_exec_instant(e, x, 100000, &ctl, &r) < 0);
     assert_int_equal(r.err, PROMQL_ERR_CANCELED);
     assert_string_equal(r.errmsg, "query was canceled in expression evaluation");
     g_slow.cancel_after = NULL;
     cancel = 0;
-    assert_int_equal(promql_exec_instant(e, x, 100000, &cancel, &r), 0);
+    assert_int_equal(promql_exec_instant(e, x, 100000, &ctl, &r), 0);
     assert_int_equal(r.nseries, 20);
     promql_result_free(&r);
+    /* the caller's own timeout shortens the engine's (20 reads of 5 ms) */
+    promql_ctl short_ctl = {.timeout_ns = 20 * 1000000LL};
+    assert_true(promql_exec_instant(e, x, 100000, &short_ctl, &r) < 0);
+    assert_int_equal(r.err, PROMQL_ERR_TIMEOUT);
+    assert_string_equal(r.errmsg, "query timed out in expression evaluation");
     promql_expr_free(x);
     promql_engine_free(e);
     tsdb_head_close(h);
