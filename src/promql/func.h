@@ -64,6 +64,37 @@ int pq_fn_is_date(pq_func_id id);
 int pq_fn_range(pq_func_id id, const int64_t *t, const double *v, size_t n, int64_t range_start_ms,
                 int64_t range_end_ms, int64_t eval_ms, const double *args, size_t nargs, double *ret);
 
+/* The same functions over the windows of one series at many steps at
+ * once, for those whose windows pay off computed side by side (the
+ * windows of consecutive steps are independent, so eight of them go
+ * through one AVX-512 pass when the CPU has it): rate, increase, delta,
+ * deriv, predict_linear (pq_fn_range_windowed(id)). Window j is samples
+ * [lo[j], hi[j]) of t/v (ascending, no stale markers, hi[j] > lo[j]) at
+ * step k[j] (ascending), which is evaluated at start + k * step over
+ * (end - range, end] with end = start + k * step - off -- the arguments
+ * pq_fn_range gets. arg (predict_linear's seconds ahead, indexed by k)
+ * may be NULL for the others. scratch holds n + 1 entries. Writes
+ * out[k[j]] and sets bit k[j] of bm for every window with a value;
+ * returns how many. The answers are pq_fn_range's to the bit, whichever
+ * path runs. */
+typedef struct pq_windows {
+    const int64_t *t;
+    const double *v;
+    size_t n;
+    const uint32_t *lo, *hi, *k;
+    size_t nw;
+    int64_t start, step, off, range;
+    const double *arg;
+    uint32_t *scratch;
+} pq_windows;
+
+int pq_fn_range_windowed(pq_func_id id);
+size_t pq_fn_range_windows(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm);
+
+/* 1 when pq_fn_range_windows may use the CPU's vector unit (the default
+ * where it has AVX-512F/DQ); tests set 0 to compare with the plain path. */
+extern int pq__fn_windows_vector;
+
 /* Argument checks that fail the query, with 2.42's messages, e.g.
  * holt_winters "invalid smoothing factor. Expected: 0 < sf < 1, got: %f"
  * (NaN passes, as in Go). 2.42 checks inside the function, so only for a

@@ -7,6 +7,7 @@
 #ifndef KELVIN_PROMQL_FUNC_INT_H
 #define KELVIN_PROMQL_FUNC_INT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "promql/ast.h"
@@ -33,5 +34,18 @@ int64_t pq__go_f2i64(double f);
  * DAY_OF_MONTH, DAY_OF_WEEK, DAY_OF_YEAR, HOUR, MINUTE, MONTH, YEAR; v is
  * Unix seconds. Returns 1 and *ret, or 0 for other ids. */
 int pq__fn_date(pq_func_id id, double v, double *ret);
+
+/* Shared by pq_fn_range and pq_fn_range_windows (func_win.c), so both
+ * compute 2.42's arithmetic from one copy: extrapolatedRate's raw
+ * difference (last - first, plus the value before each counter reset
+ * when is_counter; n >= 2), and linearRegression's result from its
+ * compensated sums (cnt points; const_y: every value equals init_y). */
+double pq__rate_delta(const double *v, size_t n, int is_counter);
+/* Go's time.Duration(ms * 1e6).Seconds(): whole seconds plus the
+ * nanoseconds / 1e9 -- not always ms / 1000.0 to the last bit. */
+double pq__duration_seconds(int64_t ms);
+void pq__lr_finish(double cnt, double sum_x, double c_x, double sum_y, double c_y, double sum_xy, double c_xy,
+                   double sum_x2, double c_x2, double init_y, int const_y, double *ret_slope,
+                   double *ret_intercept);
 
 #endif

@@ -29,9 +29,7 @@
 #include "promql/func.h"
 #include "promql/func_int.h"
 
-/* Go's time.Duration(ms * 1e6).Seconds(): whole seconds plus the
- * nanoseconds / 1e9 -- not always ms / 1000.0 to the last bit. */
-static double duration_seconds(int64_t ms) {
+double pq__duration_seconds(int64_t ms) {
     int64_t sec = ms / 1000;
     int64_t nsec = (ms % 1000) * 1000000;
     if (nsec == 0) return (double)sec; /* the same bits, without a division per window */
@@ -49,9 +47,7 @@ static void kahan_inc(double inc, double *sum, double *c) {
     *sum = t;
 }
 
-static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_t range_start,
-                             int64_t range_end, int is_counter, int is_rate, double *ret) {
-    if (n < 2) return 0;
+double pq__rate_delta(const double *v, size_t n, int is_counter) {
     double result = v[n - 1] - v[0];
     if (is_counter) {
         double prev = v[0];
@@ -60,6 +56,13 @@ static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_
             prev = v[i];
         }
     }
+    return result;
+}
+
+static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_t range_start,
+                             int64_t range_end, int is_counter, int is_rate, double *ret) {
+    if (n < 2) return 0;
+    double result = pq__rate_delta(v, n, is_counter);
 
     double duration_to_start = (double)(t[0] - range_start) / 1000;
     double duration_to_end = (double)(range_end - t[n - 1]) / 1000;
@@ -84,7 +87,7 @@ static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_
         extrapolate_to += avg_between / 2;
 
     double factor = extrapolate_to / sampled_interval;
-    if (is_rate) factor /= duration_seconds(range_end - range_start);
+    if (is_rate) factor /= pq__duration_seconds(range_end - range_start);
     *ret = result * factor;
     return 1;
 }
@@ -120,6 +123,13 @@ static void linear_regression(const int64_t *t, const double *v, size_t n, int64
         kahan_inc(x * v[i], &sum_xy, &c_xy);
         kahan_inc(x * x, &sum_x2, &c_x2);
     }
+    pq__lr_finish(cnt, sum_x, c_x, sum_y, c_y, sum_xy, c_xy, sum_x2, c_x2, init_y, const_y, ret_slope,
+                  ret_intercept);
+}
+
+void pq__lr_finish(double cnt, double sum_x, double c_x, double sum_y, double c_y, double sum_xy, double c_xy,
+                   double sum_x2, double c_x2, double init_y, int const_y, double *ret_slope,
+                   double *ret_intercept) {
     if (const_y) {
         if (isinf(init_y)) {
             *ret_slope = NAN;

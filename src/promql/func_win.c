@@ -1,0 +1,253 @@
+/* func_win.c -- rate, increase, delta, deriv and predict_linear over the
+ * windows of one series at many steps at once (pq_fn_range_windows).
+ *
+ * Why: a range query evaluates the same function over thousands of
+ * windows per series, and each window's arithmetic is a chain of
+ * dependent divisions (extrapolatedRate) or four compensated sums
+ * (linearRegression) whose latency, not the CPU's throughput, sets the
+ * pace. The windows of different steps are independent, so eight of them
+ * go side by side through AVX-512 lanes: lane j does window j's scalar
+ * operations in the scalar order, and IEEE-754 makes every lane's
+ * add, multiply, divide and int64 -> double conversion round exactly as
+ * the scalar instruction does. The answers are pq_fn_range's to the bit
+ * (tests/unit/promql/func_win.c compares the two paths on hostile data).
+ * This file is compiled with -ffp-contract=off (the project's flags): a
+ * fused multiply-add would round differently from Go.
+ *
+ * Counter resets: a window's raw difference needs the values before its
+ * resets; a prefix count of resets over the series (scratch) tells which
+ * windows have none (the common case, computed in lanes) and the others
+ * take pq__rate_delta's scalar loop.
+ *
+ * Without AVX-512F/DQ/VL (checked once at run time), or with
+ * pq__fn_windows_vector = 0, every window goes through pq_fn_range.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "promql/func.h"
+#include "promql/func_int.h"
+
+int pq__fn_windows_vector = 1;
+
+int pq_fn_range_windowed(pq_func_id id) {
+    return id == PQ_F_RATE || id == PQ_F_INCREASE || id == PQ_F_DELTA || id == PQ_F_DERIV ||
+           id == PQ_F_PREDICT_LINEAR;
+}
+
+static void put(double *out, uint64_t *bm, uint32_t k, double v) {
+    out[k] = v;
+    bm[k >> 6] |= (uint64_t)1 << (k & 63);
+}
+
+/* Window j's pq_fn_range answer. */
+static size_t one(pq_func_id id, const pq_windows *w, size_t j, double *out, uint64_t *bm) {
+    uint32_t k = w->k[j], lo = w->lo[j];
+    int64_t ts = w->start + (int64_t)k * w->step, maxt = ts - w->off;
+    double arg = w->arg ? w->arg[k] : 0, val;
+    if (pq_fn_range(id, w->t + lo, w->v + lo, w->hi[j] - lo, maxt - w->range, maxt, ts, &arg, w->arg ? 1 : 0,
+                    &val) != 1)
+        return 0;
+    put(out, bm, k, val);
+    return 1;
+}
+
+static size_t plain(pq_func_id id, const pq_windows *w, size_t from, double *out, uint64_t *bm) {
+    size_t got = 0;
+    for (size_t j = from; j < w->nw; j++) got += one(id, w, j, out, bm);
+    return got;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define VEC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
+
+/* Scatters the active lanes of a group of eight starting at window j. */
+VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d val, double *out, uint64_t *bm) {
+    double tmp[8];
+    _mm512_storeu_pd(tmp, val);
+    size_t got = 0;
+    for (int l = 0; l < 8; l++)
+        if (m >> l & 1) {
+            put(out, bm, w->k[j + (size_t)l], tmp[l]);
+            got++;
+        }
+    return got;
+}
+
+/* The step times of windows j..j+7, plus delta: start + k * step + delta. */
+VEC_TARGET static __m512i times8(const pq_windows *w, size_t j, int64_t delta) {
+    __m512i k = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w->k + j)));
+    return _mm512_add_epi64(_mm512_set1_epi64(w->start + delta), _mm512_mullo_epi64(k, _mm512_set1_epi64(w->step)));
+}
+
+VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
+    int is_counter = id != PQ_F_DELTA, is_rate = id == PQ_F_RATE;
+    /* resets before sample i (counters): scratch[i] */
+    if (is_counter) {
+        uint32_t r = 0;
+        w->scratch[0] = 0;
+        for (size_t i = 1; i < w->n; i++) {
+            r += w->v[i] < w->v[i - 1];
+            w->scratch[i] = r;
+        }
+    }
+    /* the per-second divisor is the same for every window */
+    double per_sec = pq__duration_seconds(w->range);
+    const __m512d thousand = _mm512_set1_pd(1000), two = _mm512_set1_pd(2), zero = _mm512_setzero_pd();
+    const __m512d one_1 = _mm512_set1_pd(1.1), vper = _mm512_set1_pd(per_sec);
+    const __m512i range = _mm512_set1_epi64(w->range), one_i = _mm512_set1_epi64(1);
+    size_t got = 0, j = 0;
+    for (; j + 8 <= w->nw; j += 8) {
+        __m256i lo32 = _mm256_loadu_si256((const __m256i *)(w->lo + j));
+        __m256i hi32 = _mm256_loadu_si256((const __m256i *)(w->hi + j));
+        __m512i lo = _mm512_cvtepu32_epi64(lo32), hi = _mm512_cvtepu32_epi64(hi32);
+        __m512i last = _mm512_sub_epi64(hi, one_i);
+        __mmask8 m = _mm512_cmpgt_epi64_mask(last, lo); /* >= 2 samples */
+        if (!m) continue;
+        __m512d v0 = _mm512_mask_i64gather_pd(zero, m, lo, w->v, 8);
+        __m512d v1 = _mm512_mask_i64gather_pd(zero, m, last, w->v, 8);
+        __m512i t0 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8);
+        __m512i t1 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, last, w->t, 8);
+        __m512d result = _mm512_sub_pd(v1, v0);
+        if (is_counter) {
+            __m256i r0 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, lo, (const int *)w->scratch, 4);
+            __m256i r1 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, last, (const int *)w->scratch, 4);
+            __mmask8 resets = _mm256_cmpneq_epi32_mask(r0, r1) & m;
+            if (resets) {
+                double tmp[8];
+                _mm512_storeu_pd(tmp, result);
+                for (int l = 0; l < 8; l++)
+                    if (resets >> l & 1) {
+                        uint32_t a = w->lo[j + (size_t)l];
+                        tmp[l] = pq__rate_delta(w->v + a, w->hi[j + (size_t)l] - a, 1);
+                    }
+                result = _mm512_loadu_pd(tmp);
+            }
+        }
+        __m512i end = times8(w, j, -w->off);
+        __m512i startt = _mm512_sub_epi64(end, range);
+        __m512d to_start = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t0, startt)), thousand);
+        __m512d to_end = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(end, t1)), thousand);
+        __m512d sampled = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t1, t0)), thousand);
+        __m512d avg = _mm512_div_pd(sampled, _mm512_cvtepi64_pd(_mm512_sub_epi64(last, lo)));
+        if (is_counter) {
+            __mmask8 c = _mm512_cmp_pd_mask(result, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v0, zero, _CMP_GE_OQ);
+            __m512d to_zero = _mm512_mul_pd(sampled, _mm512_div_pd(v0, result));
+            c &= _mm512_cmp_pd_mask(to_zero, to_start, _CMP_LT_OQ);
+            to_start = _mm512_mask_blend_pd(c, to_start, to_zero);
+        }
+        __m512d threshold = _mm512_mul_pd(avg, one_1);
+        __m512d half = _mm512_div_pd(avg, two);
+        __m512d ext = _mm512_add_pd(
+            sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ), half, to_start));
+        ext = _mm512_add_pd(ext,
+                            _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_end, threshold, _CMP_LT_OQ), half, to_end));
+        __m512d factor = _mm512_div_pd(ext, sampled);
+        if (is_rate) factor = _mm512_div_pd(factor, vper);
+        got += put8(w, j, m, _mm512_mul_pd(result, factor), out, bm);
+    }
+    return got + plain(id, w, j, out, bm);
+}
+
+/* kahanSumInc in lanes m. */
+VEC_TARGET static void kahan8(__mmask8 m, __m512d inc, __m512d *sum, __m512d *c) {
+    const __m512i abs = _mm512_set1_epi64(INT64_MAX);
+    __m512d t = _mm512_add_pd(*sum, inc);
+    __m512d as = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(*sum), abs));
+    __m512d ai = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(inc), abs));
+    __mmask8 ge = _mm512_cmp_pd_mask(as, ai, _CMP_GE_OQ);
+    __m512d a = _mm512_add_pd(_mm512_sub_pd(*sum, t), inc);
+    __m512d b = _mm512_add_pd(_mm512_sub_pd(inc, t), *sum);
+    *c = _mm512_mask_add_pd(*c, m, *c, _mm512_mask_blend_pd(ge, b, a));
+    *sum = _mm512_mask_mov_pd(*sum, m, t);
+}
+
+VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
+    const __m512d thousand = _mm512_set1_pd(1e3), zero = _mm512_setzero_pd();
+    size_t got = 0, j = 0;
+    for (; j + 8 <= w->nw; j += 8) {
+        __m512i lo = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w->lo + j)));
+        __m512i hi = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w->hi + j)));
+        __m512i cnt = _mm512_sub_epi64(hi, lo);
+        __mmask8 m = _mm512_cmpgt_epi64_mask(cnt, _mm512_set1_epi64(1)); /* >= 2 samples */
+        if (!m) continue;
+        __m512i icpt = id == PQ_F_DERIV ? _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8)
+                                        : times8(w, j, 0);
+        __m512d init_y = _mm512_mask_i64gather_pd(zero, m, lo, w->v, 8);
+        __m512d sx = zero, cx = zero, sy = zero, cy = zero, sxy = zero, cxy = zero, sx2 = zero, cx2 = zero;
+        __mmask8 const_y = m;
+        int64_t maxn = 0;
+        for (int l = 0; l < 8; l++) {
+            int64_t n = (int64_t)w->hi[j + (size_t)l] - w->lo[j + (size_t)l];
+            if (n > maxn) maxn = n;
+        }
+        __m512i idx = lo;
+        for (int64_t i = 0; i < maxn; i++) {
+            __mmask8 a = _mm512_cmpgt_epi64_mask(cnt, _mm512_set1_epi64(i)) & m;
+            __m512i t = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), a, idx, w->t, 8);
+            __m512d v = _mm512_mask_i64gather_pd(zero, a, idx, w->v, 8);
+            if (i > 0) const_y &= ~(_mm512_cmp_pd_mask(v, init_y, _CMP_NEQ_UQ) & a);
+            __m512d x = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t, icpt)), thousand);
+            kahan8(a, x, &sx, &cx);
+            kahan8(a, v, &sy, &cy);
+            kahan8(a, _mm512_mul_pd(x, v), &sxy, &cxy);
+            kahan8(a, _mm512_mul_pd(x, x), &sx2, &cx2);
+            idx = _mm512_add_epi64(idx, _mm512_set1_epi64(1));
+        }
+        double a_sx[8], a_cx[8], a_sy[8], a_cy[8], a_sxy[8], a_cxy[8], a_sx2[8], a_cx2[8], a_iy[8];
+        _mm512_storeu_pd(a_sx, sx);
+        _mm512_storeu_pd(a_cx, cx);
+        _mm512_storeu_pd(a_sy, sy);
+        _mm512_storeu_pd(a_cy, cy);
+        _mm512_storeu_pd(a_sxy, sxy);
+        _mm512_storeu_pd(a_cxy, cxy);
+        _mm512_storeu_pd(a_sx2, sx2);
+        _mm512_storeu_pd(a_cx2, cx2);
+        _mm512_storeu_pd(a_iy, init_y);
+        for (int l = 0; l < 8; l++) {
+            if (!(m >> l & 1)) continue;
+            size_t jj = j + (size_t)l;
+            double slope, intercept;
+            pq__lr_finish((double)(w->hi[jj] - w->lo[jj]), a_sx[l], a_cx[l], a_sy[l], a_cy[l], a_sxy[l], a_cxy[l],
+                          a_sx2[l], a_cx2[l], a_iy[l], const_y >> l & 1, &slope, &intercept);
+            if (id == PQ_F_DERIV) {
+                put(out, bm, w->k[jj], slope);
+            } else {
+                if (!w->arg) continue;
+                put(out, bm, w->k[jj], slope * w->arg[w->k[jj]] + intercept);
+            }
+            got++;
+        }
+    }
+    return got + plain(id, w, j, out, bm);
+}
+
+static int have_vector(void) {
+    static int have = -1; /* any thread may find it out: each finds the same */
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (h < 0) {
+        __builtin_cpu_init();
+        h = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vl");
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+#else
+static int have_vector(void) {
+    return 0;
+}
+#endif
+
+size_t pq_fn_range_windows(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (pq__fn_windows_vector && have_vector() && w->nw >= 8) {
+        if (id == PQ_F_RATE || id == PQ_F_INCREASE || id == PQ_F_DELTA) return rate_vec(id, w, out, bm);
+        if (id == PQ_F_DERIV || id == PQ_F_PREDICT_LINEAR) return lr_vec(id, w, out, bm);
+    }
+#endif
+    return plain(id, w, 0, out, bm);
+}
