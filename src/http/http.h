@@ -50,6 +50,8 @@ typedef struct http_response {
     void *free_arg;
     const char *extra_header_name; /* optional one extra header */
     const char *extra_header_value;
+    /* A body written while it is sent (http_respond_stream), or NULL. */
+    long (*fill)(void *arg, char *buf, size_t max);
 } http_response;
 
 typedef void (*http_handler)(void *ctx, const http_request *req, http_response *resp);
@@ -88,6 +90,14 @@ void http_respond_owned(http_response *resp, int status, const char *content_typ
 /* Hands a built buffer over (it is left empty); a buffer whose sticky error
  * is set (out of memory, over its limit) becomes a 500 instead. */
 void http_respond_buf(http_response *resp, int status, const char *content_type, base_buf *b);
+/* A body produced while it is sent, for answers too large to build whole
+ * first (a range query's hundreds of megabytes): fill(arg, buf, max)
+ * writes up to max bytes into buf and returns how many (> 0), 0 at the
+ * end, or < 0 to cut the connection (the status line is gone by then).
+ * Sent chunked, without Content-Length. free_fn(arg) runs once, when the
+ * answer ends or is dropped. */
+void http_respond_stream(http_response *resp, int status, const char *content_type,
+                         long (*fill)(void *arg, char *buf, size_t max), void *arg, void (*free_fn)(void *));
 /* A static text answer. */
 void http_respond_text(http_response *resp, int status, const char *text);
 

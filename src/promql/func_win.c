@@ -65,7 +65,8 @@ static size_t plain(pq_func_id id, const pq_windows *w, size_t from, double *out
 #define VEC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
 
 /* Scatters the active lanes of a group of eight starting at window j. */
-VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d val, double *out, uint64_t *bm) {
+VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d val, double *out,
+                              uint64_t *bm) {
     double tmp[8];
     _mm512_storeu_pd(tmp, val);
     size_t got = 0;
@@ -80,7 +81,8 @@ VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d
 /* The step times of windows j..j+7, plus delta: start + k * step + delta. */
 VEC_TARGET static __m512i times8(const pq_windows *w, size_t j, int64_t delta) {
     __m512i k = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w->k + j)));
-    return _mm512_add_epi64(_mm512_set1_epi64(w->start + delta), _mm512_mullo_epi64(k, _mm512_set1_epi64(w->step)));
+    return _mm512_add_epi64(_mm512_set1_epi64(w->start + delta),
+                            _mm512_mullo_epi64(k, _mm512_set1_epi64(w->step)));
 }
 
 VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
@@ -113,8 +115,10 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
         __m512i t1 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, last, w->t, 8);
         __m512d result = _mm512_sub_pd(v1, v0);
         if (is_counter) {
-            __m256i r0 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, lo, (const int *)w->scratch, 4);
-            __m256i r1 = _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, last, (const int *)w->scratch, 4);
+            __m256i r0 =
+                _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, lo, (const int *)w->scratch, 4);
+            __m256i r1 =
+                _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, last, (const int *)w->scratch, 4);
             __mmask8 resets = _mm256_cmpneq_epi32_mask(r0, r1) & m;
             if (resets) {
                 double tmp[8];
@@ -134,17 +138,19 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
         __m512d sampled = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t1, t0)), thousand);
         __m512d avg = _mm512_div_pd(sampled, _mm512_cvtepi64_pd(_mm512_sub_epi64(last, lo)));
         if (is_counter) {
-            __mmask8 c = _mm512_cmp_pd_mask(result, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v0, zero, _CMP_GE_OQ);
+            __mmask8 c =
+                _mm512_cmp_pd_mask(result, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v0, zero, _CMP_GE_OQ);
             __m512d to_zero = _mm512_mul_pd(sampled, _mm512_div_pd(v0, result));
             c &= _mm512_cmp_pd_mask(to_zero, to_start, _CMP_LT_OQ);
             to_start = _mm512_mask_blend_pd(c, to_start, to_zero);
         }
         __m512d threshold = _mm512_mul_pd(avg, one_1);
         __m512d half = _mm512_div_pd(avg, two);
-        __m512d ext = _mm512_add_pd(
-            sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ), half, to_start));
-        ext = _mm512_add_pd(ext,
-                            _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_end, threshold, _CMP_LT_OQ), half, to_end));
+        __m512d ext =
+            _mm512_add_pd(sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ),
+                                                        half, to_start));
+        ext = _mm512_add_pd(
+            ext, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_end, threshold, _CMP_LT_OQ), half, to_end));
         __m512d factor = _mm512_div_pd(ext, sampled);
         if (is_rate) factor = _mm512_div_pd(factor, vper);
         got += put8(w, j, m, _mm512_mul_pd(result, factor), out, bm);
@@ -211,8 +217,8 @@ VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out,
             if (!(m >> l & 1)) continue;
             size_t jj = j + (size_t)l;
             double slope, intercept;
-            pq__lr_finish((double)(w->hi[jj] - w->lo[jj]), a_sx[l], a_cx[l], a_sy[l], a_cy[l], a_sxy[l], a_cxy[l],
-                          a_sx2[l], a_cx2[l], a_iy[l], const_y >> l & 1, &slope, &intercept);
+            pq__lr_finish((double)(w->hi[jj] - w->lo[jj]), a_sx[l], a_cx[l], a_sy[l], a_cy[l], a_sxy[l],
+                          a_cxy[l], a_sx2[l], a_cx2[l], a_iy[l], const_y >> l & 1, &slope, &intercept);
             if (id == PQ_F_DERIV) {
                 put(out, bm, w->k[jj], slope);
             } else {

@@ -49,8 +49,6 @@
 #include "labels/labels.h"
 #include "server/server_int.h"
 
-#define CT_JSON "application/json"
-
 /* ---- JSON --------------------------------------------------------------- */
 
 void server__json_labels(base_buf *b, const labels_set *ls) {
@@ -504,10 +502,14 @@ static int encoding_of(const char *ae) {
     }
 }
 
+int server__api_compressed(const api_ctx *c) {
+    return encoding_of(c->req->accept_encoding) != 0;
+}
+
 void server__api_send(api_ctx *c, int status, base_buf *b) {
     int enc = encoding_of(c->req->accept_encoding);
     if (!enc || base_buf_err(b)) {
-        http_respond_buf(c->resp, status, CT_JSON, b);
+        http_respond_buf(c->resp, status, SERVER_CT_JSON, b);
         return;
     }
     struct libdeflate_compressor *z = libdeflate_alloc_compressor(1);
@@ -522,11 +524,11 @@ void server__api_send(api_ctx *c, int status, base_buf *b) {
     if (z) libdeflate_free_compressor(z);
     if (!n) {
         free(out);
-        http_respond_buf(c->resp, status, CT_JSON, b);
+        http_respond_buf(c->resp, status, SERVER_CT_JSON, b);
         return;
     }
     base_buf_free(b);
-    http_respond_owned(c->resp, status, CT_JSON, enc == 1 ? "gzip" : "deflate", out, n, free, out);
+    http_respond_owned(c->resp, status, SERVER_CT_JSON, enc == 1 ? "gzip" : "deflate", out, n, free, out);
 }
 
 /* ---- durations as model.Duration prints them ------------------------------ */

@@ -106,6 +106,12 @@ int server__api_time_before(api_time t, api_time u);
  * value for 'start': cannot parse "x" to a valid timestamp`) and returns -1. */
 int server__api_time_param(api_ctx *c, const char *name, api_time def, api_time *ret);
 
+#define SERVER_CT_JSON "application/json"
+
+/* Will the answer be compressed (the request's Accept-Encoding, as
+ * Prometheus's CompressionHandler chooses)? */
+int server__api_compressed(const api_ctx *c);
+
 /* The answers. Each takes care of the whole response. */
 /* The one error writer (2.42's respondError): status, then
  * {"status":"error","errorType":<type>,"error":<msg>} with msg's len

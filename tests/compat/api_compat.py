@@ -19,7 +19,10 @@ and the same requests go to both. Compared:
   match_target as 2.42's ParseMetricSelector parses them: ~90 selectors
   on every endpoint that takes one), bad form
   encodings, unknown paths, wrong methods (405 with Allow), OPTIONS;
-- gzip and deflate: the decompressed bodies;
+- gzip and deflate: the decompressed bodies (answers built whole), while
+  every plain query answer with a point is streamed
+  (KELVIN_API_STREAM_MIN_POINTS=1: written while sent, chunked), so both
+  ways of writing an answer are compared byte for byte;
 - status endpoints: shapes (field names and order, value types) where the
   values differ by nature (build, flags, runtime);
 - admin: delete_series (204), then both list the same series and answer
@@ -38,6 +41,7 @@ import tempfile
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+os.environ["KELVIN_API_STREAM_MIN_POINTS"] = "1"  # the kelvin server started below inherits it
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import kelvintest as kt  # noqa: E402

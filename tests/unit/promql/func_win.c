@@ -63,8 +63,8 @@ static void make_series(int shape, int64_t *t, double *v, size_t n) {
         case SHAPE_GAUGE: v[i] = (double)(int64_t)(r >> 11 & 0xfffff) / 100 - 5000; break;
         case SHAPE_CONST: v[i] = (r % 50 == 0) ? konst + 1 : konst; break;
         default: {
-            static const double odd[] = {0.0, -0.0, 1e308, -1e308, 5e-324, 1e-300, NAN, INFINITY, -INFINITY,
-                                         -1.0, 3.0, 1e16, 0.1, 123456.789};
+            static const double odd[] = {0.0,      -0.0,      1e308, -1e308, 5e-324, 1e-300, NAN,
+                                         INFINITY, -INFINITY, -1.0,  3.0,    1e16,   0.1,    123456.789};
             v[i] = (r % 3 == 0) ? odd[(r >> 8) % (sizeof odd / sizeof odd[0])] : (double)(r >> 40) / 7;
         }
         }
@@ -72,8 +72,8 @@ static void make_series(int shape, int64_t *t, double *v, size_t n) {
 }
 
 /* The evaluator's windows (eval_stream.c's work_windows_many). */
-static size_t make_windows(const int64_t *t, size_t n, int64_t start, int64_t step, size_t nsteps, int64_t off,
-                           int64_t range, uint32_t *lo_, uint32_t *hi_, uint32_t *k_) {
+static size_t make_windows(const int64_t *t, size_t n, int64_t start, int64_t step, size_t nsteps,
+                           int64_t off, int64_t range, uint32_t *lo_, uint32_t *hi_, uint32_t *k_) {
     size_t lo = 0, hi = 0, nw = 0;
     for (size_t k = 0; k < nsteps; k++) {
         int64_t maxt = start + (int64_t)k * step - off, mint = maxt - range;
@@ -88,11 +88,12 @@ static size_t make_windows(const int64_t *t, size_t n, int64_t start, int64_t st
     return nw;
 }
 
-static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t nsteps, int64_t off, int64_t range,
-                       size_t *ncompared) {
+static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t nsteps, int64_t off,
+                       int64_t range, size_t *ncompared) {
     int64_t *t = malloc(n * sizeof *t);
     double *v = malloc(n * sizeof *v);
-    uint32_t *lo = malloc(nsteps * sizeof *lo), *hi = malloc(nsteps * sizeof *hi), *k = malloc(nsteps * sizeof *k);
+    uint32_t *lo = malloc(nsteps * sizeof *lo), *hi = malloc(nsteps * sizeof *hi),
+             *k = malloc(nsteps * sizeof *k);
     uint32_t *scr = malloc((n + 1) * sizeof *scr);
     double *arg = malloc(nsteps * sizeof *arg);
     double *want = calloc(nsteps, sizeof *want), *got[2];
@@ -108,11 +109,23 @@ static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t 
     assert_non_null(want);
     assert_non_null(wbm);
     make_series(shape, t, v, n);
-    for (size_t i = 0; i < nsteps; i++) arg[i] = (i % 5 == 0) ? 3600 : (double)(int64_t)(rnd() % 20000) - 5000;
+    for (size_t i = 0; i < nsteps; i++)
+        arg[i] = (i % 5 == 0) ? 3600 : (double)(int64_t)(rnd() % 20000) - 5000;
     int64_t start = t[0] - range / 2 + (int64_t)(rnd() % 20000);
     size_t nw = make_windows(t, n, start, step, nsteps, off, range, lo, hi, k);
-    pq_windows w = {.t = t, .v = v, .n = n, .lo = lo, .hi = hi, .k = k, .nw = nw, .start = start, .step = step,
-                    .off = off, .range = range, .arg = id == PQ_F_PREDICT_LINEAR ? arg : NULL, .scratch = scr};
+    pq_windows w = {.t = t,
+                    .v = v,
+                    .n = n,
+                    .lo = lo,
+                    .hi = hi,
+                    .k = k,
+                    .nw = nw,
+                    .start = start,
+                    .step = step,
+                    .off = off,
+                    .range = range,
+                    .arg = id == PQ_F_PREDICT_LINEAR ? arg : NULL,
+                    .scratch = scr};
     /* the reference: pq_fn_range window by window */
     size_t nwant = 0;
     for (size_t j = 0; j < nw; j++) {
@@ -212,8 +225,8 @@ static void test_which(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_which),    cmocka_unit_test(test_rate),  cmocka_unit_test(test_increase),
-        cmocka_unit_test(test_delta),    cmocka_unit_test(test_deriv), cmocka_unit_test(test_predict_linear),
+        cmocka_unit_test(test_which), cmocka_unit_test(test_rate),  cmocka_unit_test(test_increase),
+        cmocka_unit_test(test_delta), cmocka_unit_test(test_deriv), cmocka_unit_test(test_predict_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
