@@ -68,27 +68,21 @@ void server__json_labels(base_buf *b, const labels_set *ls) {
 }
 
 /* Prometheus's marshalTimestamp, int64 overflow included. */
-void server__json_ts(base_buf *b, int64_t t) {
+size_t server__fmt_ts(char out[SERVER_TS_MAX], int64_t t) {
+    size_t n = 0;
     if (t < 0) {
-        base_buf_putc(b, '-');
-        t = (int64_t)(0 - (uint64_t)t);
+        out[n++] = '-';
+        t = (int64_t)(0 - (uint64_t)t); /* INT64_MIN stays negative, as Go's -t */
     }
-    base_buf_i64(b, t / 1000);
+    n += base_fmt_i64(out + n, t / 1000);
     int64_t frac = t % 1000;
     if (frac != 0) {
-        base_buf_putc(b, '.');
-        if (frac < 100) base_buf_putc(b, '0');
-        if (frac < 10) base_buf_putc(b, '0');
-        base_buf_i64(b, frac);
+        out[n++] = '.';
+        if (frac < 100) out[n++] = '0';
+        if (frac < 10) out[n++] = '0';
+        n += base_fmt_i64(out + n, frac);
     }
-}
-
-void server__json_value(base_buf *b, double v) {
-    char tmp[BASE_FMT_DOUBLE_MAX];
-    size_t n = base_fmt_double_f(tmp, v);
-    base_buf_putc(b, '"');
-    base_buf_append(b, tmp, n);
-    base_buf_putc(b, '"');
+    return n;
 }
 
 /* encoding/json's float64: 'f', or 'e' below 1e-6 and from 1e21 with the

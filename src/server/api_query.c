@@ -36,28 +36,75 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/num.h"
 #include "base/time.h"
 #include "server/server_int.h"
 
 /* ---- results ----------------------------------------------------------------- */
 
-/* Series i of a vector or matrix, with the comma before it. */
-static void write_series(base_buf *b, const promql_result *r, size_t i) {
+/* The text of timestamps already written, by a hash of the time: the
+ * series of a range query share their steps, so each step's text is
+ * computed once per answer instead of once per point. */
+#define TS_SLOTS_LOG 13
+typedef struct ts_cache {
+    int64_t t[1 << TS_SLOTS_LOG];
+    uint8_t len[1 << TS_SLOTS_LOG]; /* 0: empty */
+    char s[1 << TS_SLOTS_LOG][SERVER_TS_MAX];
+} ts_cache;
+
+static size_t ts_text(ts_cache *tc, int64_t t, char *out) {
+    if (!tc) return server__fmt_ts(out, t);
+    size_t h = (size_t)(((uint64_t)t * 0x9E3779B97F4A7C15ull) >> (64 - TS_SLOTS_LOG));
+    if (!tc->len[h] || tc->t[h] != t) {
+        tc->t[h] = t;
+        tc->len[h] = (uint8_t)server__fmt_ts(tc->s[h], t);
+    }
+    memcpy(out, tc->s[h], tc->len[h]);
+    return tc->len[h];
+}
+
+/* Series i of a vector or matrix, with the comma before it. A value
+ * equal (bit for bit) to the point before it reuses its text: a range
+ * query's steps are often finer than the scrapes. */
+static void write_series(base_buf *b, const promql_result *r, size_t i, ts_cache *tc) {
     int vec = r->type == PROMQL_VECTOR;
     const promql_series *s = &r->series[i];
     if (i) base_buf_putc(b, ',');
     base_buf_puts(b, "{\"metric\":");
     server__json_labels(b, s->ls);
     base_buf_puts(b, vec ? ",\"value\":" : ",\"values\":[");
+    char val[BASE_FMT_DOUBLE_MAX];
+    size_t vn = 0;
+    uint64_t vbits = 0;
     for (size_t k = 0; k < s->n && (!vec || k == 0); k++) {
-        if (k) base_buf_putc(b, ',');
-        base_buf_putc(b, '[');
-        server__json_ts(b, s->pts[k].t);
-        base_buf_putc(b, ',');
-        server__json_value(b, s->pts[k].v);
-        base_buf_putc(b, ']');
+        char pt[1 + 1 + SERVER_TS_MAX + 2 + BASE_FMT_DOUBLE_MAX + 2];
+        size_t n = 0;
+        if (k) pt[n++] = ',';
+        pt[n++] = '[';
+        n += ts_text(tc, s->pts[k].t, pt + n);
+        pt[n++] = ',';
+        pt[n++] = '"';
+        uint64_t bits;
+        memcpy(&bits, &s->pts[k].v, sizeof bits);
+        if (k == 0 || bits != vbits) {
+            vn = base_fmt_double_f(val, s->pts[k].v);
+            vbits = bits;
+        }
+        memcpy(pt + n, val, vn);
+        n += vn;
+        pt[n++] = '"';
+        pt[n++] = ']';
+        base_buf_append(b, pt, n);
     }
     base_buf_puts(b, vec ? "}" : "]}");
+}
+
+/* A timestamp cache when the answer is worth one (NULL otherwise, or
+ * when out of memory: the text is then computed point by point). */
+static ts_cache *ts_cache_for(const promql_result *r) {
+    size_t pts = 0;
+    for (size_t i = 0; i < r->nseries && pts < 4096; i++) pts += r->series[i].n;
+    return pts >= 4096 ? calloc(1, sizeof(ts_cache)) : NULL;
 }
 
 static void write_result(base_buf *b, const promql_result *r) {
@@ -80,14 +127,14 @@ static void write_result(base_buf *b, const promql_result *r) {
         base_buf_putc(b, ']');
         break;
     case PROMQL_VECTOR:
-    case PROMQL_MATRIX:
+    case PROMQL_MATRIX: {
+        ts_cache *tc = ts_cache_for(r);
         base_buf_putc(b, '[');
-        for (size_t i = 0; i < r->nseries; i++) {
-            write_series(b, r, i);
-            if (base_buf_err(b)) return;
-        }
+        for (size_t i = 0; i < r->nseries && !base_buf_err(b); i++) write_series(b, r, i, tc);
         base_buf_putc(b, ']');
+        free(tc);
         break;
+    }
     default: base_buf_puts(b, "null"); break;
     }
 }
@@ -153,6 +200,7 @@ typedef struct qstream {
     size_t next;   /* the next series to write */
     base_buf tail; /* ']', the stats, the closing braces */
     int tail_done;
+    ts_cache *tc;
 } qstream;
 
 static int stream_worth(const api_ctx *c, const promql_result *r) {
@@ -172,7 +220,7 @@ static long stream_fill(void *arg, char *buf, size_t max) {
         base_buf_reset(&q->piece);
         q->off = 0;
         while (q->piece.len < STREAM_PIECE && q->next < q->r.nseries)
-            write_series(&q->piece, &q->r, q->next++);
+            write_series(&q->piece, &q->r, q->next++, q->tc);
         if (q->next == q->r.nseries && !q->tail_done) {
             base_buf_append(&q->piece, q->tail.data, q->tail.len);
             q->tail_done = 1;
@@ -192,6 +240,7 @@ static void stream_free(void *arg) {
     promql_result_free(&q->r);
     base_buf_free(&q->piece);
     base_buf_free(&q->tail);
+    free(q->tc);
     free(q);
 }
 
@@ -204,6 +253,7 @@ static void stream_answer(api_ctx *c, promql_result *r, int stats, int64_t parse
         return;
     }
     q->r = *r;
+    q->tc = ts_cache_for(r);
     base_buf_init(&q->piece, 0);
     base_buf_init(&q->tail, 0);
     server__api_begin(&q->piece);

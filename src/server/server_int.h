@@ -143,8 +143,8 @@ void server__api_end(api_ctx *c, base_buf *b);
  * its marshalValue, float64 as encoding/json, and
  * strconv.FormatFloat(v, 'f', -1, 64). */
 void server__json_labels(base_buf *b, const labels_set *ls);
-void server__json_ts(base_buf *b, int64_t ms);
-void server__json_value(base_buf *b, double v);
+#define SERVER_TS_MAX 32 /* marshalTimestamp's text: at most this, no NUL */
+size_t server__fmt_ts(char out[SERVER_TS_MAX], int64_t ms);
 void server__json_float(base_buf *b, double v);
 void server__fmt_float_f(base_buf *b, double v);
 /* Go's strconv.Quote. */

@@ -1011,7 +1011,8 @@ bool tsdb__kv_it_next(tsdb_chunk_it *it) {
  * division, so the same bits. */
 #define DEC_BATCH 256
 
-static size_t kv_next_n_dec(tsdb_chunk_it *x, int64_t *t, double *v, size_t cap) {
+static inline __attribute__((always_inline)) size_t
+kv_next_n_dec(tsdb_chunk_it *restrict x, int64_t *restrict t, double *restrict v, size_t cap) {
     size_t k = 0;
     const double p = P10[x->d];
     while (k < cap) {
