@@ -218,6 +218,7 @@ static int acc_word(pq_aggop op, pq_ser *o, pq_agg_acc *acc, const pq_ser *s, si
             for (int j = 0; j < 64; j++) cnt[j] = 1;
             return 1;
         }
+        if (pq_agg_avg64(ov, cnt, sv)) return 1;
         for (int j = 0; j < 64; j++) {
             double c = ++cnt[j], m = ov[j], v = sv[j];
             if (isinf(m)) {

@@ -13,11 +13,13 @@
  * leaves once) and calls pq_fn_range per step.
  *
  * THREADS (opts.threads > 1, selectors and range functions over a matrix
- * selector, from pq__stream_thread_min_steps steps). Worker k of
- * T opens its own select with the same matchers and range and takes the
- * series whose labels_hash % T == k: decoding and computing run in
- * parallel. Each worker hands its outputs, in storage order, to a small
- * ring; the reader merges the rings by labels (storage order is label
+ * selector, from pq__stream_thread_min_steps steps). Part k of T opens
+ * its own select with the same matchers and range and takes the series
+ * whose labels_hash % T == k: decoding and computing run in parallel.
+ * Parts 1..T-1 are threads that hand their outputs, in storage order, to
+ * a small ring each; part 0 is the reader's own, worked when the merge
+ * needs its next series (T threads busy on T cores, not T + 1 taking
+ * turns). The reader merges the fronts by labels (storage order is label
  * order), so the series, their order, their values and the first error
  * met are those of one thread. Workers touch only their own set, buffers
  * and ring, the stream's read-only parameters and the thread-safe block
@@ -473,7 +475,7 @@ static int start_workers(pq_q *q, pq_stream *s, unsigned t) {
         int rc = pq__select(q, s->vs, s->mint, s->maxt, &p->set);
         if (rc < 0) return rc;
     }
-    for (unsigned k = 0; k < t; k++) {
+    for (unsigned k = 1; k < t; k++) { /* part 0 is the reader's own */
         part *p = &s->parts[k];
         if (pthread_create(&p->th, NULL, worker, p) != 0)
             return pq__fail(q, PROMQL_ERR_INTERNAL, "cannot start threads");
@@ -671,8 +673,25 @@ int pq__stream_next(pq_q *q, pq_stream *s, pq_ser *ret) {
     }
     /* workers: the smallest labels among their fronts */
     for (;;) {
+        /* part 0 is the reader's own (T threads in all, not T + 1 on T
+         * cores): it works its next series when its front is taken */
+        part *p0 = &s->parts[0];
+        if (!s->have_front[0] && !p0->done) {
+            item it;
+            int rc0 = part_next(s, p0, s->nparts, &it);
+            if (rc0 == 0) {
+                p0->done = 1;
+            } else {
+                if (rc0 < 0) {
+                    it.rc = rc0;
+                    p0->done = 1;
+                }
+                s->front[0] = it;
+                s->have_front[0] = 1;
+            }
+        }
         pthread_mutex_lock(&s->mu);
-        for (unsigned k = 0; k < s->nparts; k++) {
+        for (unsigned k = 1; k < s->nparts; k++) {
             part *p = &s->parts[k];
             while (!s->have_front[k] && p->head == p->tail && !p->done) {
                 s->reader_waits = 1;

@@ -91,7 +91,13 @@ typedef struct pq_windows {
 int pq_fn_range_windowed(pq_func_id id);
 size_t pq_fn_range_windows(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm);
 
-/* 1 when pq_fn_range_windows may use the CPU's vector unit (the default
+/* avg's incremental mean (2.42's: mean += v / count - mean / count after
+ * ++count, a mean at +-Inf kept after a number or an Inf of its sign) at
+ * 64 steps at once, in vector lanes (func_win.c). Returns 0, touching
+ * nothing, where the CPU has no vector unit: the caller loops. */
+int pq_agg_avg64(double *mean, double *cnt, const double *v);
+
+/* 1 when pq_fn_range_windows and pq_agg_avg64 may use the CPU's vector unit (the default
  * where it has AVX-512F/DQ); tests set 0 to compare with the plain path. */
 extern int pq__fn_windows_vector;
 

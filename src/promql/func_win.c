@@ -98,7 +98,7 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
     }
     /* the per-second divisor is the same for every window */
     double per_sec = pq__duration_seconds(w->range);
-    const __m512d thousand = _mm512_set1_pd(1000), two = _mm512_set1_pd(2), zero = _mm512_setzero_pd();
+    const __m512d thousand = _mm512_set1_pd(1000), point5 = _mm512_set1_pd(0.5), zero = _mm512_setzero_pd();
     const __m512d one_1 = _mm512_set1_pd(1.1), vper = _mm512_set1_pd(per_sec);
     const __m512i range = _mm512_set1_epi64(w->range), one_i = _mm512_set1_epi64(1);
     size_t got = 0, j = 0;
@@ -145,7 +145,7 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
             to_start = _mm512_mask_blend_pd(c, to_start, to_zero);
         }
         __m512d threshold = _mm512_mul_pd(avg, one_1);
-        __m512d half = _mm512_div_pd(avg, two);
+        __m512d half = _mm512_mul_pd(avg, point5); /* avg / 2 to the bit, without a division */
         __m512d ext =
             _mm512_add_pd(sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ),
                                                         half, to_start));
@@ -231,6 +231,28 @@ VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out,
     return got + plain(id, w, j, out, bm);
 }
 
+/* avg's incremental mean over 64 steps (pq_agg_avg64). */
+VEC_TARGET static void avg64_vec(double *mean, double *cnt, const double *v) {
+    const __m512d one = _mm512_set1_pd(1), zero = _mm512_setzero_pd(), inf = _mm512_set1_pd(INFINITY);
+    const __m512i abs = _mm512_set1_epi64(INT64_MAX);
+    for (int j = 0; j < 64; j += 8) {
+        __m512d c = _mm512_add_pd(_mm512_loadu_pd(cnt + j), one);
+        _mm512_storeu_pd(cnt + j, c);
+        __m512d m = _mm512_loadu_pd(mean + j), x = _mm512_loadu_pd(v + j);
+        __m512d nm = _mm512_add_pd(m, _mm512_sub_pd(_mm512_div_pd(x, c), _mm512_div_pd(m, c)));
+        __m512d am = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(m), abs));
+        __m512d ax = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(x), abs));
+        __mmask8 m_inf = _mm512_cmp_pd_mask(am, inf, _CMP_EQ_OQ);
+        __mmask8 x_inf = _mm512_cmp_pd_mask(ax, inf, _CMP_EQ_OQ);
+        __mmask8 x_nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+        __mmask8 same =
+            (__mmask8) ~(_mm512_cmp_pd_mask(m, zero, _CMP_GT_OQ) ^ _mm512_cmp_pd_mask(x, zero, _CMP_GT_OQ));
+        /* a mean at +-Inf stays: after an Inf of its sign, or after a number */
+        __mmask8 keep = m_inf & ((x_inf & same) | (__mmask8)(~x_inf & ~x_nan));
+        _mm512_storeu_pd(mean + j, _mm512_mask_blend_pd(keep, nm, m));
+    }
+}
+
 static int have_vector(void) {
     static int have = -1; /* any thread may find it out: each finds the same */
     int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
@@ -247,6 +269,20 @@ static int have_vector(void) {
     return 0;
 }
 #endif
+
+int pq_agg_avg64(double *mean, double *cnt, const double *v) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (pq__fn_windows_vector && have_vector()) {
+        avg64_vec(mean, cnt, v);
+        return 1;
+    }
+#else
+    (void)mean;
+    (void)cnt;
+    (void)v;
+#endif
+    return 0;
+}
 
 size_t pq_fn_range_windows(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -12,7 +12,8 @@
  * (end - range, end] with end = step time - off, empty windows left out).
  * Each case runs through both paths: the vector one (where the CPU has
  * AVX-512F/DQ/VL: the test says which ran) and the plain one, and both
- * must equal pq_fn_range called per window.
+ * must equal pq_fn_range called per window. pq_agg_avg64 (avg's
+ * incremental mean in lanes) is compared with the scalar loop the same way.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -207,6 +208,48 @@ static void test_predict_linear(void **state) {
     run_fn(PQ_F_PREDICT_LINEAR);
 }
 
+/* pq_agg_avg64 against 2.42's incremental mean, point by point, on
+ * series of numbers, NaN and infinities of both signs. */
+static void test_avg64(void **state) {
+    (void)state;
+    static const double odd[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e308, -1e308, 5e-324, 3.25, -7.5};
+    size_t compared = 0;
+    for (int round = 0; round < 2000; round++) {
+        double mean[64], cnt[64], want_mean[64], want_cnt[64];
+        for (int j = 0; j < 64; j++) {
+            uint64_t r = rnd();
+            mean[j] = want_mean[j] = (r % 4 == 0) ? odd[(r >> 8) % 10] : (double)(int64_t)(r >> 20) / 1024;
+            cnt[j] = want_cnt[j] = (double)(1 + (r >> 40) % 50);
+        }
+        for (int step = 0; step < 8; step++) {
+            double v[64];
+            for (int j = 0; j < 64; j++) {
+                uint64_t r = rnd();
+                v[j] = (r % 5 == 0) ? odd[(r >> 8) % 10] : (double)(int64_t)(r >> 16) / 3;
+            }
+            for (int j = 0; j < 64; j++) { /* eval_agg.c's scalar loop */
+                double c = ++want_cnt[j], m = want_mean[j], x = v[j];
+                if (isinf(m)) {
+                    if (isinf(x) && (m > 0) == (x > 0)) continue;
+                    if (!isinf(x) && !isnan(x)) continue;
+                }
+                want_mean[j] = m + (x / c - m / c);
+            }
+            if (!pq_agg_avg64(mean, cnt, v)) {
+                fprintf(stderr, "func_win: no vector unit: pq_agg_avg64 declines, as it should\n");
+                return;
+            }
+            for (int j = 0; j < 64; j++) {
+                if (!same(mean[j], want_mean[j]) || cnt[j] != want_cnt[j])
+                    fail_msg("avg64 round %d step %d lane %d: %.17g (count %g), want %.17g (count %g)", round,
+                             step, j, mean[j], cnt[j], want_mean[j], want_cnt[j]);
+                compared++;
+            }
+        }
+    }
+    assert_true(compared > 100000);
+}
+
 static void test_which(void **state) {
     (void)state;
     assert_true(pq_fn_range_windowed(PQ_F_RATE));
@@ -227,6 +270,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_which), cmocka_unit_test(test_rate),  cmocka_unit_test(test_increase),
         cmocka_unit_test(test_delta), cmocka_unit_test(test_deriv), cmocka_unit_test(test_predict_linear),
+        cmocka_unit_test(test_avg64),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
