@@ -80,9 +80,8 @@
 #define WEB_MAX_FILES   4               /* the config, cert, key and CA files */
 #define WEB_DEAD_NS     (10000000000LL) /* a released TLS state lives on this long */
 #define AUTH_CACHE_SIZE 100             /* exporter-toolkit's cacheSize */
-/* A streamed body's block size. MHD writes its chunks into the connection's
- * memory pool (32 KiB by default); larger pools measured slower against a
- * streaming reader on 2 cores (less overlap of writing and reading). */
+/* A streamed body's block size (MHD writes each chunk into the
+ * connection's memory pool, 32 KiB by default, so chunks are that size). */
 #define STREAM_BLOCK    (256 * 1024)
 
 /* A bcrypt hash of "fakepassword" (exporter-toolkit's): what an unknown

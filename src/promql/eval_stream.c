@@ -199,24 +199,21 @@ static int work_vsel(const pq_stream *s, part *p, item *it) {
     return 0;
 }
 
-/* The windows of a function pq_fn_range_windows computes together. */
-static int work_windows_many(const pq_stream *s, part *p, const int64_t *t, const double *v, size_t n,
-                             item *it) {
+/* A range function's windows over samples t[0..n): first the windows of
+ * the steps (two cursors; empty windows left out), then the function over
+ * them -- all at once where pq_fn_range_windows computes it, else window
+ * by window. */
+static int work_windows(const pq_stream *s, part *p, const int64_t *t, const double *v, size_t n, item *it) {
     const pq_rng *r = &s->r;
+    if (n >= UINT32_MAX || r->n >= UINT32_MAX) {
+        snprintf(it->err, sizeof it->err, "too many samples in one series");
+        return BASE_E_LIMIT;
+    }
     if (!p->wlo) {
         p->wlo = malloc(3 * r->n * sizeof *p->wlo);
         if (!p->wlo) return BASE_E_NOMEM;
         p->whi = p->wlo + r->n;
         p->wk = p->whi + r->n;
-    }
-    if (p->wscr_cap < n + 1) {
-        free(p->wscr);
-        p->wscr_cap = n + 1 > 4096 ? n + 1 : 4096;
-        p->wscr = malloc(p->wscr_cap * sizeof *p->wscr);
-        if (!p->wscr) {
-            p->wscr_cap = 0;
-            return BASE_E_NOMEM;
-        }
     }
     size_t lo = 0, hi = 0, nw = 0, maxwin = 0;
     uint64_t total = 0;
@@ -234,44 +231,42 @@ static int work_windows_many(const pq_stream *s, part *p, const int64_t *t, cons
         p->wk[nw] = (uint32_t)k;
         nw++;
     }
-    pq_windows w = {.t = t,
-                    .v = v,
-                    .n = n,
-                    .lo = p->wlo,
-                    .hi = p->whi,
-                    .k = p->wk,
-                    .nw = nw,
-                    .start = r->start,
-                    .step = r->step,
-                    .off = s->off,
-                    .range = s->range,
-                    .arg = s->nm ? s->margs[0] : NULL,
-                    .scratch = p->wscr};
-    it->cnt = pq_fn_range_windows(s->id, &w, it->v, it->bm);
     it->total = total;
     it->maxwin = maxwin;
-    return 0;
-}
-
-/* A range function's windows over samples t[0..n). */
-static int work_windows(const pq_stream *s, part *p, const int64_t *t, const double *v, size_t n, item *it) {
-    const pq_rng *r = &s->r;
-    if (pq_fn_range_windowed(s->id) && n < UINT32_MAX && r->n < UINT32_MAX)
-        return work_windows_many(s, p, t, v, n, it);
-    double args[PQ_FUNC_MAX_ARGS];
-    size_t lo = 0, hi = 0, cnt = 0, maxwin = 0;
-    uint64_t total = 0;
     double *ov = it->v;
     uint64_t *obm = it->bm;
-    int64_t ts = r->start;
-    for (size_t k = 0; k < r->n; k++, ts += r->step) {
+    if (pq_fn_range_windowed(s->id)) {
+        if (p->wscr_cap < n + 1) {
+            free(p->wscr);
+            p->wscr_cap = n + 1 > 4096 ? n + 1 : 4096;
+            p->wscr = malloc(p->wscr_cap * sizeof *p->wscr);
+            if (!p->wscr) {
+                p->wscr_cap = 0;
+                return BASE_E_NOMEM;
+            }
+        }
+        pq_windows w = {.t = t,
+                        .v = v,
+                        .n = n,
+                        .lo = p->wlo,
+                        .hi = p->whi,
+                        .k = p->wk,
+                        .nw = nw,
+                        .start = r->start,
+                        .step = r->step,
+                        .off = s->off,
+                        .range = s->range,
+                        .arg = s->nm ? s->margs[0] : NULL,
+                        .scratch = p->wscr};
+        it->cnt = pq_fn_range_windows(s->id, &w, ov, obm);
+        return 0;
+    }
+    double args[PQ_FUNC_MAX_ARGS];
+    size_t cnt = 0;
+    for (size_t j = 0; j < nw; j++) {
+        size_t k = p->wk[j];
+        ts = r->start + (int64_t)k * r->step;
         int64_t maxt = ts - s->off, mint = maxt - s->range;
-        while (hi < n && t[hi] <= maxt) hi++;
-        while (lo < hi && t[lo] < mint) lo++;
-        size_t wc = hi - lo;
-        if (wc == 0) continue;
-        total += wc;
-        if (wc > maxwin) maxwin = wc;
         if (s->id == PQ_F_ABSENT_OVER_TIME) {
             ov[k] = 1;
             obm[k >> 6] |= (uint64_t)1 << (k & 63);
@@ -282,7 +277,8 @@ static int work_windows(const pq_stream *s, part *p, const int64_t *t, const dou
         if (s->id == PQ_F_HOLT_WINTERS && pq_fn_range_check(s->id, args, s->nm, it->err, sizeof it->err) < 0)
             return BASE_E_INVAL;
         double val;
-        int got = pq_fn_range(s->id, t + lo, v + lo, wc, mint, maxt, ts, args, s->nm, &val);
+        int got = pq_fn_range(s->id, t + p->wlo[j], v + p->wlo[j], p->whi[j] - p->wlo[j], mint, maxt, ts,
+                              args, s->nm, &val);
         if (got < 0) return BASE_E_NOMEM;
         if (got) {
             ov[k] = val;
@@ -291,8 +287,6 @@ static int work_windows(const pq_stream *s, part *p, const int64_t *t, const dou
         }
     }
     it->cnt = cnt;
-    it->total = total;
-    it->maxwin = maxwin;
     return 0;
 }
 
