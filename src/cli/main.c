@@ -20,7 +20,7 @@ typedef struct {
 static const command commands[] = {
     {"agent", agent_main, "run on every GPU node: GPU, host and application metrics on /metrics"},
     {"server", server_main, "scrape a prometheus.yml's targets, store the samples, serve the API"},
-    {"check", tools_check_main, "promtool's checks: check config|web-config FILE..."},
+    {"check", tools_check_main, "promtool's checks: check config|rules|web-config FILE..."},
     {"query", tools_query_main, "PromQL against a server's API, as promtool query: query [range] EXPR"},
     {"tsdb", tools_tsdb_main, "promtool's tsdb tools for Kelvin's blocks: backfill, dump, analyze, list"},
     {"sim", fleet_sim_main, "simulators for demos, tests and benchmarks: sim fleet (many GPU nodes)"},

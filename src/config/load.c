@@ -42,7 +42,7 @@
 #include "labels/labels.h"
 
 typedef struct dec {
-    cfg__doc *doc;
+    cfg_ydoc *doc;
     const char *name;
     const char *dir;
     char *err;
@@ -52,7 +52,7 @@ typedef struct dec {
 } dec;
 
 typedef struct pair {
-    const cfg__node *k, *v;
+    const cfg_ynode *k, *v;
     int explicit;
 } pair;
 
@@ -115,32 +115,32 @@ static const char *qs(dec *d, const char *s) {
     return o;
 }
 
-static int visit(dec *d, const cfg__node *n) {
-    if (++d->doc->visits > CFG__MAX_VISITS)
+static int visit(dec *d, const cfg_ynode *n) {
+    if (++d->doc->visits > CFG_YAML_MAX_VISITS)
         return base_errf(d->err, d->errlen, BASE_E_LIMIT, "%s:%d: document contains excessive aliasing",
                          d->name, n ? n->line : 0);
     return 0;
 }
 
-static int is_null(const cfg__node *n) {
+static int is_null(const cfg_ynode *n) {
     if (!n) return 1;
-    if (n->kind != CFG__SCALAR) return 0;
-    cfg__resolved r;
-    cfg__resolve(n, &r);
-    return r.tag == CFG__T_NULL;
+    if (n->kind != CFG_Y_SCALAR) return 0;
+    cfg_yresolved r;
+    cfg_yaml_resolve(n, &r);
+    return r.tag == CFG_YT_NULL;
 }
 
 /* yaml.v2's "cannot unmarshal" (values over 10 bytes shortened). */
-static int terr(dec *d, const cfg__node *n, const char *type) {
-    const char *tag = cfg__short_tag(n);
-    if (n->kind != CFG__SCALAR) return derr(d, n->line, "cannot unmarshal %s into %s", tag, type);
+static int terr(dec *d, const cfg_ynode *n, const char *type) {
+    const char *tag = cfg_yaml_short_tag(n);
+    if (n->kind != CFG_Y_SCALAR) return derr(d, n->line, "cannot unmarshal %s into %s", tag, type);
     if (n->len > 10) return derr(d, n->line, "cannot unmarshal %s `%.7s...` into %s", tag, n->val, type);
     return derr(d, n->line, "cannot unmarshal %s `%s` into %s", tag, n->val, type);
 }
 
 /* ---- mappings ---------------------------------------------------------- */
 
-static int pairs_push(dec *d, pairs *ps, const cfg__node *k, const cfg__node *v, int explicit) {
+static int pairs_push(dec *d, pairs *ps, const cfg_ynode *k, const cfg_ynode *v, int explicit) {
     if (ps->n == ps->cap) {
         size_t nc = ps->cap ? ps->cap * 2 : 16;
         pair *na = realloc(ps->v, nc * sizeof *na);
@@ -152,28 +152,28 @@ static int pairs_push(dec *d, pairs *ps, const cfg__node *k, const cfg__node *v,
     return 0;
 }
 
-static int is_merge_key(const cfg__node *k) {
-    if (k->kind != CFG__SCALAR) return 0;
-    cfg__resolved r;
-    cfg__resolve(k, &r);
-    return r.tag == CFG__T_MERGE;
+static int is_merge_key(const cfg_ynode *k) {
+    if (k->kind != CFG_Y_SCALAR) return 0;
+    cfg_yresolved r;
+    cfg_yaml_resolve(k, &r);
+    return r.tag == CFG_YT_MERGE;
 }
 
-static int key_in(const pairs *ps, size_t upto, const cfg__node *k) {
+static int key_in(const pairs *ps, size_t upto, const cfg_ynode *k) {
     for (size_t i = 0; i < upto; i++)
-        if (ps->v[i].k->kind == CFG__SCALAR && k->kind == CFG__SCALAR && ps->v[i].k->len == k->len &&
+        if (ps->v[i].k->kind == CFG_Y_SCALAR && k->kind == CFG_Y_SCALAR && ps->v[i].k->len == k->len &&
             memcmp(ps->v[i].k->val, k->val, k->len) == 0)
             return 1;
     return 0;
 }
 
-static int collect(dec *d, const cfg__node *m, pairs *ps, int explicit, int depth);
+static int collect(dec *d, const cfg_ynode *m, pairs *ps, int explicit, int depth);
 
 /* Adds the pairs of merged mapping m not already in ps. */
-static int merge_one(dec *d, const cfg__node *m, pairs *ps, int depth) {
-    if (m->kind != CFG__MAP)
+static int merge_one(dec *d, const cfg_ynode *m, pairs *ps, int depth) {
+    if (m->kind != CFG_Y_MAP)
         return derr(d, m->line, "map merge requires map or sequence of maps as the value");
-    if (++d->doc->merges > CFG__MAX_MERGES)
+    if (++d->doc->merges > CFG_YAML_MAX_MERGES)
         return base_errf(d->err, d->errlen, BASE_E_LIMIT, "%s:%d: document contains excessive aliasing",
                          d->name, m->line);
     pairs tmp = {0};
@@ -185,15 +185,15 @@ static int merge_one(dec *d, const cfg__node *m, pairs *ps, int depth) {
     return rc;
 }
 
-static int collect(dec *d, const cfg__node *m, pairs *ps, int explicit, int depth) {
-    if (depth > CFG__MAX_DEPTH) return derr(d, m->line, "merge keys nested too deeply");
+static int collect(dec *d, const cfg_ynode *m, pairs *ps, int explicit, int depth) {
+    if (depth > CFG_YAML_MAX_DEPTH) return derr(d, m->line, "merge keys nested too deeply");
     int rc = visit(d, m);
     for (size_t i = 0; rc == 0 && i + 1 < m->n; i += 2)
         if (!is_merge_key(m->kids[i])) rc = pairs_push(d, ps, m->kids[i], m->kids[i + 1], explicit);
     for (size_t i = 0; rc == 0 && i + 1 < m->n; i += 2) {
         if (!is_merge_key(m->kids[i])) continue;
-        const cfg__node *v = m->kids[i + 1];
-        if (v->kind == CFG__SEQ) {
+        const cfg_ynode *v = m->kids[i + 1];
+        if (v->kind == CFG_Y_SEQ) {
             for (size_t j = 0; rc == 0 && j < v->n; j++) rc = merge_one(d, v->kids[j], ps, depth);
         } else {
             rc = merge_one(d, v, ps, depth);
@@ -203,13 +203,13 @@ static int collect(dec *d, const cfg__node *m, pairs *ps, int explicit, int dept
 }
 
 /* The pairs of a mapping destined for Go type `type`. */
-static int map_pairs(dec *d, const cfg__node *n, const char *type, pairs *ret) {
+static int map_pairs(dec *d, const cfg_ynode *n, const char *type, pairs *ret) {
     memset(ret, 0, sizeof *ret);
     if (is_null(n)) return 0;
-    if (n->kind != CFG__MAP) return terr(d, n, type);
+    if (n->kind != CFG_Y_MAP) return terr(d, n, type);
     int rc = collect(d, n, ret, 1, 0);
     for (size_t i = 0; rc == 0 && i < ret->n; i++)
-        if (ret->v[i].k->kind != CFG__SCALAR) rc = terr(d, ret->v[i].k, "string");
+        if (ret->v[i].k->kind != CFG_Y_SCALAR) rc = terr(d, ret->v[i].k, "string");
     return rc;
 }
 
@@ -236,7 +236,7 @@ static const char *const UNSUPPORTED[] = {
 #define FIELD_SKIP (-1000) /* below every BASE_E_* */
 
 static int field(dec *d, const pairs *ps, size_t i, const char *const *names, const char *type, int sd) {
-    const cfg__node *k = ps->v[i].k;
+    const cfg_ynode *k = ps->v[i].k;
     int idx = -1;
     for (int j = 0; names[j]; j++)
         if (strlen(names[j]) == k->len && memcmp(names[j], k->val, k->len) == 0) {
@@ -244,7 +244,8 @@ static int field(dec *d, const pairs *ps, size_t i, const char *const *names, co
             break;
         }
     if (idx < 0) {
-        int sd_unsup = sd && cfg__one_of(k->val, UNSUPPORTED_SD), unsup = cfg__one_of(k->val, UNSUPPORTED);
+        int sd_unsup = sd && cfg_yaml_one_of(k->val, UNSUPPORTED_SD),
+            unsup = cfg_yaml_one_of(k->val, UNSUPPORTED);
         /* an unsupported section left empty (null) configures nothing */
         if ((sd_unsup || unsup) && is_null(ps->v[i].v)) return FIELD_SKIP;
         if (sd_unsup)
@@ -264,8 +265,8 @@ static int field(dec *d, const pairs *ps, size_t i, const char *const *names, co
 
 /* Decodes mapping n of Go type `type` whose fields are names: fn(d, index,
  * value, ctx) for each field present, in order; stops at the first error. */
-typedef int field_fn(dec *d, int f, const cfg__node *v, void *ctx);
-static int dec_fields(dec *d, const cfg__node *n, const char *type, const char *const *names, field_fn *fn,
+typedef int field_fn(dec *d, int f, const cfg_ynode *v, void *ctx);
+static int dec_fields(dec *d, const cfg_ynode *n, const char *type, const char *const *names, field_fn *fn,
                       void *ctx) {
     pairs ps;
     int rc = map_pairs(d, n, type, &ps);
@@ -280,10 +281,10 @@ static int dec_fields(dec *d, const cfg__node *n, const char *type, const char *
 /* ---- scalars ----------------------------------------------------------- */
 
 /* Any scalar's text (yaml.v2 sets a string from any scalar); null: "". */
-static int get_str(dec *d, const cfg__node *n, const char *type, char **out) {
+static int get_str(dec *d, const cfg_ynode *n, const char *type, char **out) {
     int rc = visit(d, n);
     if (rc) return rc;
-    if (n->kind != CFG__SCALAR) return terr(d, n, type);
+    if (n->kind != CFG_Y_SCALAR) return terr(d, n, type);
     char *s = strdup(is_null(n) ? "" : n->val);
     if (!s) return nomem(d);
     free(*out);
@@ -291,35 +292,35 @@ static int get_str(dec *d, const cfg__node *n, const char *type, char **out) {
     return 0;
 }
 
-static int get_bool(dec *d, const cfg__node *n, int *out) {
+static int get_bool(dec *d, const cfg_ynode *n, int *out) {
     int rc = visit(d, n);
     if (rc) return rc;
-    cfg__resolved r;
-    cfg__resolve(n, &r);
-    if (n->kind == CFG__SCALAR && r.tag == CFG__T_NULL) {
+    cfg_yresolved r;
+    cfg_yaml_resolve(n, &r);
+    if (n->kind == CFG_Y_SCALAR && r.tag == CFG_YT_NULL) {
         *out = 0;
         return 0;
     }
-    if (n->kind != CFG__SCALAR || r.tag != CFG__T_BOOL) return terr(d, n, "bool");
+    if (n->kind != CFG_Y_SCALAR || r.tag != CFG_YT_BOOL) return terr(d, n, "bool");
     *out = r.b;
     return 0;
 }
 
-static int get_u64(dec *d, const cfg__node *n, const char *type, uint64_t *out) {
+static int get_u64(dec *d, const cfg_ynode *n, const char *type, uint64_t *out) {
     int rc = visit(d, n);
     if (rc) return rc;
-    cfg__resolved r;
-    cfg__resolve(n, &r);
-    if (n->kind == CFG__SCALAR) {
-        if (r.tag == CFG__T_NULL) {
+    cfg_yresolved r;
+    cfg_yaml_resolve(n, &r);
+    if (n->kind == CFG_Y_SCALAR) {
+        if (r.tag == CFG_YT_NULL) {
             *out = 0;
             return 0;
         }
-        if (r.tag == CFG__T_INT && (r.is_u || r.i >= 0)) {
+        if (r.tag == CFG_YT_INT && (r.is_u || r.i >= 0)) {
             *out = r.is_u ? r.u : (uint64_t)r.i;
             return 0;
         }
-        if (r.tag == CFG__T_FLOAT && r.f >= 0 && r.f <= 18446744073709551616.0) {
+        if (r.tag == CFG_YT_FLOAT && r.f >= 0 && r.f <= 18446744073709551616.0) {
             /* yaml.v2 compares with float64(MaxUint64), which is 2^64 */
             *out = r.f >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)r.f;
             return 0;
@@ -328,21 +329,21 @@ static int get_u64(dec *d, const cfg__node *n, const char *type, uint64_t *out) 
     return terr(d, n, type);
 }
 
-static int get_i64(dec *d, const cfg__node *n, const char *type, int64_t *out) {
+static int get_i64(dec *d, const cfg_ynode *n, const char *type, int64_t *out) {
     int rc = visit(d, n);
     if (rc) return rc;
-    cfg__resolved r;
-    cfg__resolve(n, &r);
-    if (n->kind == CFG__SCALAR) {
-        if (r.tag == CFG__T_NULL) {
+    cfg_yresolved r;
+    cfg_yaml_resolve(n, &r);
+    if (n->kind == CFG_Y_SCALAR) {
+        if (r.tag == CFG_YT_NULL) {
             *out = 0;
             return 0;
         }
-        if (r.tag == CFG__T_INT && !r.is_u) {
+        if (r.tag == CFG_YT_INT && !r.is_u) {
             *out = r.i;
             return 0;
         }
-        if (r.tag == CFG__T_FLOAT && r.f >= -9223372036854775808.0 && r.f < 9223372036854775808.0) {
+        if (r.tag == CFG_YT_FLOAT && r.f >= -9223372036854775808.0 && r.f < 9223372036854775808.0) {
             *out = (int64_t)r.f;
             return 0;
         }
@@ -351,10 +352,10 @@ static int get_i64(dec *d, const cfg__node *n, const char *type, int64_t *out) {
 }
 
 /* model.Duration: unmarshalled as a string, then model.ParseDuration. */
-static int get_dur(dec *d, const cfg__node *n, int64_t *out) {
+static int get_dur(dec *d, const cfg_ynode *n, int64_t *out) {
     int rc = visit(d, n);
     if (rc) return rc;
-    if (n->kind != CFG__SCALAR) return terr(d, n, "string");
+    if (n->kind != CFG_Y_SCALAR) return terr(d, n, "string");
     if (is_null(n)) {
         *out = 0;
         return 0;
@@ -368,11 +369,11 @@ static int get_dur(dec *d, const cfg__node *n, int64_t *out) {
     return 0;
 }
 
-static int get_strs(dec *d, const cfg__node *n, char ***out, size_t *nout) {
+static int get_strs(dec *d, const cfg_ynode *n, char ***out, size_t *nout) {
     int rc = visit(d, n);
     if (rc) return rc;
     if (is_null(n)) return 0;
-    if (n->kind != CFG__SEQ) return terr(d, n, "[]string");
+    if (n->kind != CFG_Y_SEQ) return terr(d, n, "[]string");
     char **v = calloc(n->n ? n->n : 1, sizeof *v);
     if (!v) return nomem(d);
     for (size_t i = 0; i < *nout; i++) free((*out)[i]);
@@ -495,7 +496,7 @@ static int url_parts(dec *d, int line, const char *u, char *scheme, size_t sl, c
     return 0;
 }
 
-static int get_url(dec *d, const cfg__node *n, char **out) {
+static int get_url(dec *d, const cfg_ynode *n, char **out) {
     int rc = get_str(d, n, "string", out);
     if (rc) return rc;
     char scheme[32];
@@ -516,43 +517,43 @@ typedef struct http_raw {
  * bearer_token, bearer_token_file, tls_config, proxy_url, follow_redirects,
  * enable_http2 (see dec_http_field). */
 
-static int basic_auth_field(dec *d, int f, const cfg__node *v, void *ctx) {
+static int basic_auth_field(dec *d, int f, const cfg_ynode *v, void *ctx) {
     cfg_http *h = ctx;
     if (f == 0) return get_str(d, v, "string", &h->basic_auth_username);
     if (f == 1) return get_str(d, v, "config.Secret", &h->basic_auth_password);
     return get_str(d, v, "string", &h->basic_auth_password_file);
 }
 
-static int dec_basic_auth(dec *d, const cfg__node *n, cfg_http *h) {
+static int dec_basic_auth(dec *d, const cfg_ynode *n, cfg_http *h) {
     static const char *const F[] = {"username", "password", "password_file", NULL};
     if (is_null(n)) return 0;
     h->has_basic_auth = 1;
     return dec_fields(d, n, "config.plain", F, basic_auth_field, h);
 }
 
-static int authorization_field(dec *d, int f, const cfg__node *v, void *ctx) {
+static int authorization_field(dec *d, int f, const cfg_ynode *v, void *ctx) {
     cfg_http *h = ctx;
     if (f == 0) return get_str(d, v, "string", &h->auth_type);
     if (f == 1) return get_str(d, v, "config.Secret", &h->auth_credentials);
     return get_str(d, v, "string", &h->auth_credentials_file);
 }
 
-static int dec_authorization(dec *d, const cfg__node *n, cfg_http *h) {
+static int dec_authorization(dec *d, const cfg_ynode *n, cfg_http *h) {
     static const char *const F[] = {"type", "credentials", "credentials_file", NULL};
     if (is_null(n)) return 0;
     h->has_authorization = 1;
     return dec_fields(d, n, "config.Authorization", F, authorization_field, h);
 }
 
-static int tls_version(dec *d, const cfg__node *n, char **out) {
+static int tls_version(dec *d, const cfg_ynode *n, char **out) {
     int rc = get_str(d, n, "string", out);
     if (rc || is_null(n)) return rc; /* null: the unmarshaler is not called */
     static const char *const V[] = {"TLS10", "TLS11", "TLS12", "TLS13", NULL};
-    if (cfg__one_of(*out, V)) return 0;
+    if (cfg_yaml_one_of(*out, V)) return 0;
     return derr(d, n->line, "unknown TLS version: %s", *out);
 }
 
-static int tls_field(dec *d, int f, const cfg__node *v, void *ctx) {
+static int tls_field(dec *d, int f, const cfg_ynode *v, void *ctx) {
     cfg_tls *t = ctx;
     switch (f) {
     case 0: return get_str(d, v, "string", &t->ca_file);
@@ -565,7 +566,7 @@ static int tls_field(dec *d, int f, const cfg__node *v, void *ctx) {
     }
 }
 
-static int dec_tls(dec *d, const cfg__node *n, cfg_tls *t) {
+static int dec_tls(dec *d, const cfg_ynode *n, cfg_tls *t) {
     static const char *const F[] = {
         "ca_file",     "cert_file",   "key_file", "server_name", "insecure_skip_verify",
         "min_version", "max_version", NULL};
@@ -573,7 +574,7 @@ static int dec_tls(dec *d, const cfg__node *n, cfg_tls *t) {
 }
 
 /* One HTTP client field (idx into HTTP_FIELDS). */
-static int dec_http_field(dec *d, int idx, const cfg__node *v, cfg_http *h, http_raw *raw) {
+static int dec_http_field(dec *d, int idx, const cfg_ynode *v, cfg_http *h, http_raw *raw) {
     switch (idx) {
     case 0: return dec_basic_auth(d, v, h);
     case 1: return dec_authorization(d, v, h);
@@ -678,16 +679,16 @@ static void http_raw_free(http_raw *r) {
 
 /* ---- relabel rules ------------------------------------------------------ */
 
-static int rule_field(dec *d, int f, const cfg__node *v, void *ctx) {
+static int rule_field(dec *d, int f, const cfg_ynode *v, void *ctx) {
     relabel_rule *r = ctx;
     int rc;
     switch (f) {
     case 0:
         if ((rc = get_strs(d, v, &r->source_labels, &r->nsource))) return rc;
         for (size_t j = 0; j < r->nsource; j++)
-            if (!(v->kind == CFG__SEQ && is_null(v->kids[j])) &&
+            if (!(v->kind == CFG_Y_SEQ && is_null(v->kids[j])) &&
                 !labels_valid_label_name(base_str_c(r->source_labels[j])))
-                return derr(d, v->kind == CFG__SEQ ? v->kids[j]->line : v->line,
+                return derr(d, v->kind == CFG_Y_SEQ ? v->kids[j]->line : v->line,
                             "%s is not a valid label name", qs(d, r->source_labels[j]));
         return 0;
     case 1: r->has_separator = 1; return get_str(d, v, "string", &r->separator);
@@ -708,7 +709,7 @@ static int rule_field(dec *d, int f, const cfg__node *v, void *ctx) {
     }
 }
 
-static int dec_rule(dec *d, const cfg__node *n, relabel_rule *r) {
+static int dec_rule(dec *d, const cfg_ynode *n, relabel_rule *r) {
     static const char *const F[] = {"source_labels", "separator",   "regex",  "modulus",
                                     "target_label",  "replacement", "action", NULL};
     r->line = n->line;
@@ -721,10 +722,10 @@ static int dec_rule(dec *d, const cfg__node *n, relabel_rule *r) {
 }
 
 /* A list of relabel rules; a null entry is `nullmsg`. */
-static int dec_rules(dec *d, const cfg__node *n, relabel_rule **out, size_t *nout, const char *nullmsg) {
+static int dec_rules(dec *d, const cfg_ynode *n, relabel_rule **out, size_t *nout, const char *nullmsg) {
     int rc = visit(d, n);
     if (rc || is_null(n)) return rc;
-    if (n->kind != CFG__SEQ) return terr(d, n, "[]*relabel.Config");
+    if (n->kind != CFG_Y_SEQ) return terr(d, n, "[]*relabel.Config");
     relabel_rule *v = calloc(n->n ? n->n : 1, sizeof *v);
     if (!v) return nomem(d);
     for (size_t i = 0; i < *nout; i++) relabel_rule_clear(&(*out)[i]);
@@ -743,13 +744,13 @@ static int dec_rules(dec *d, const cfg__node *n, relabel_rule **out, size_t *nou
 /* ---- labels and maps ---------------------------------------------------- */
 
 static int cmp_key(const void *a, const void *b) {
-    const cfg__node *x = *(const cfg__node *const *)a, *y = *(const cfg__node *const *)b;
+    const cfg_ynode *x = *(const cfg_ynode *const *)a, *y = *(const cfg_ynode *const *)b;
     int c = strcmp(x->val, y->val);
     return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
 /* A map of strings (model.LabelSet when labels, else map[string]string). */
-static int dec_kvs(dec *d, const cfg__node *n, cfg_kvs *out, int labels, const char *type) {
+static int dec_kvs(dec *d, const cfg_ynode *n, cfg_kvs *out, int labels, const char *type) {
     pairs ps;
     int rc = map_pairs(d, n, type, &ps);
     for (size_t i = 0; rc == 0 && i < out->n; i++) free(out->v[i].name), free(out->v[i].value);
@@ -761,7 +762,7 @@ static int dec_kvs(dec *d, const cfg__node *n, cfg_kvs *out, int labels, const c
     if (rc == 0 && ps.n && !(out->v = calloc(ps.n, sizeof *out->v))) rc = nomem(d);
     /* duplicates: sort a copy of the explicit keys */
     for (size_t i = 0; rc == 0 && i < ps.n; i++) {
-        const cfg__node *k = ps.v[i].k;
+        const cfg_ynode *k = ps.v[i].k;
         if (labels && !labels_valid_label_name((base_str){k->val, k->len}))
             rc = derr(d, k->line, "%s is not a valid label name", qs(d, k->val));
         cfg_kv *kv = &out->v[i];
@@ -771,7 +772,7 @@ static int dec_kvs(dec *d, const cfg__node *n, cfg_kvs *out, int labels, const c
     }
     if (rc == 0 && ps.n > 1) {
         /* O(n log n) duplicate check over the explicit keys */
-        const cfg__node **ks = malloc(ps.n * sizeof *ks);
+        const cfg_ynode **ks = malloc(ps.n * sizeof *ks);
         size_t nk = 0;
         if (!ks) rc = nomem(d);
         for (size_t i = 0; rc == 0 && i < ps.n; i++)
@@ -780,7 +781,7 @@ static int dec_kvs(dec *d, const cfg__node *n, cfg_kvs *out, int labels, const c
             qsort(ks, nk, sizeof *ks, cmp_key);
             for (size_t i = 1; i < nk; i++)
                 if (strcmp(ks[i - 1]->val, ks[i]->val) == 0) {
-                    const cfg__node *later = ks[i - 1]->line > ks[i]->line ? ks[i - 1] : ks[i];
+                    const cfg_ynode *later = ks[i - 1]->line > ks[i]->line ? ks[i - 1] : ks[i];
                     rc = derr(d, later->line, "key %s already set in map", qs(d, ks[i]->val));
                     break;
                 }
@@ -796,7 +797,7 @@ static int dec_kvs(dec *d, const cfg__node *n, cfg_kvs *out, int labels, const c
 static const char STATIC_TYPE[] =
     "struct { Targets []string \"yaml:\\\"targets\\\"\"; Labels model.LabelSet \"yaml:\\\"labels\\\"\" }";
 
-static int dec_static(dec *d, const cfg__node *n, cfg_static *st) {
+static int dec_static(dec *d, const cfg_ynode *n, cfg_static *st) {
     static const char *const F[] = {"targets", "labels", NULL};
     pairs ps;
     int rc = map_pairs(d, n, STATIC_TYPE, &ps);
@@ -827,13 +828,13 @@ static int file_sd_name_ok(const char *s) {
     return 0;
 }
 
-static int file_sd_field(dec *d, int k, const cfg__node *v, void *ctx) {
+static int file_sd_field(dec *d, int k, const cfg_ynode *v, void *ctx) {
     cfg_file_sd *f = ctx;
     if (k == 0) return get_strs(d, v, &f->files, &f->nfiles);
     return get_dur(d, v, &f->refresh_interval_ms);
 }
 
-static int dec_file_sd(dec *d, const cfg__node *n, cfg_file_sd *f) {
+static int dec_file_sd(dec *d, const cfg_ynode *n, cfg_file_sd *f) {
     static const char *const F[] = {"files", "refresh_interval", NULL};
     f->refresh_interval_ms = 5 * 60 * 1000;
     int rc = dec_fields(d, n, "file.plain", F, file_sd_field, f);
@@ -848,7 +849,7 @@ static int dec_file_sd(dec *d, const cfg__node *n, cfg_file_sd *f) {
     return 0;
 }
 
-static int dec_dns_sd(dec *d, const cfg__node *n, cfg_dns_sd *s) {
+static int dec_dns_sd(dec *d, const cfg_ynode *n, cfg_dns_sd *s) {
     static const char *const F[] = {"names", "refresh_interval", "type", "port", NULL};
     s->refresh_interval_ms = 30 * 1000;
     char *type = NULL;
@@ -862,7 +863,7 @@ static int dec_dns_sd(dec *d, const cfg__node *n, cfg_dns_sd *s) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         if (k == 0) rc = get_strs(d, v, &s->names, &s->nnames);
         if (k == 1) rc = get_dur(d, v, &s->refresh_interval_ms);
         if (k == 2) rc = get_str(d, v, "string", &type);
@@ -891,7 +892,7 @@ static int dec_dns_sd(dec *d, const cfg__node *n, cfg_dns_sd *s) {
     return rc;
 }
 
-static int dec_http_sd(dec *d, const cfg__node *n, cfg_http_sd *s) {
+static int dec_http_sd(dec *d, const cfg_ynode *n, cfg_http_sd *s) {
     static const char *const F[] = {"url",
                                     "refresh_interval",
                                     "basic_auth",
@@ -915,7 +916,7 @@ static int dec_http_sd(dec *d, const cfg__node *n, cfg_http_sd *s) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         if (k == 0) rc = get_str(d, v, "string", &s->url);
         if (k == 1) rc = get_dur(d, v, &s->refresh_interval_ms);
         if (k >= 2) rc = dec_http_field(d, k - 2, v, &s->http, &raw);
@@ -943,14 +944,14 @@ static const char *const SD_FIELDS[] = {"static_configs", "file_sd_configs", "dn
                                         "http_sd_configs", NULL};
 
 /* One SD list (idx into SD_FIELDS) appended to sd. */
-static int dec_sd_field(dec *d, int idx, const cfg__node *v, cfg_sd *sd) {
+static int dec_sd_field(dec *d, int idx, const cfg_ynode *v, cfg_sd *sd) {
     static const char *const TYPES[] = {"discovery.StaticConfig", "[]*file.SDConfig", "[]*dns.SDConfig",
                                         "[]*http.SDConfig"};
     int rc = visit(d, v);
     if (rc || is_null(v)) return rc;
-    if (v->kind != CFG__SEQ) return terr(d, v, TYPES[idx]);
+    if (v->kind != CFG_Y_SEQ) return terr(d, v, TYPES[idx]);
     for (size_t i = 0; i < v->n; i++) {
-        const cfg__node *e = v->kids[i];
+        const cfg_ynode *e = v->kids[i];
         if (is_null(e)) return derr(d, e->line, "empty or null section in %s", SD_FIELDS[idx]);
         switch (idx) {
         case 0: {
@@ -981,7 +982,7 @@ static int dec_sd_field(dec *d, int idx, const cfg__node *v, cfg_sd *sd) {
 
 /* config.CheckTargetAddress over the static targets (Prometheus runs it
  * only when the job has no relabel_configs). */
-static int check_static_targets(dec *d, const cfg__node *entry, const cfg_sd *sd) {
+static int check_static_targets(dec *d, const cfg_ynode *entry, const cfg_sd *sd) {
     for (size_t i = 0; i < sd->nstatics; i++)
         for (size_t j = 0; j < sd->statics[i].ntargets; j++)
             if (strchr(sd->statics[i].targets[j], '/'))
@@ -1006,7 +1007,7 @@ static const char *const SCRAPE_F[] = {
     "static_configs", "file_sd_configs", "dns_sd_configs", "http_sd_configs", NULL};
 #define SCRAPE_OWN 16
 
-static int dec_params(dec *d, const cfg__node *n, cfg_scrape *s) {
+static int dec_params(dec *d, const cfg_ynode *n, cfg_scrape *s) {
     pairs ps;
     int rc = map_pairs(d, n, "url.Values", &ps);
     if (rc == 0 && ps.n && !(s->params = calloc(ps.n, sizeof *s->params))) rc = nomem(d);
@@ -1024,7 +1025,7 @@ static int dec_params(dec *d, const cfg__node *n, cfg_scrape *s) {
     return rc;
 }
 
-static int dec_scrape(dec *d, const cfg__node *n, cfg_scrape *s) {
+static int dec_scrape(dec *d, const cfg_ynode *n, cfg_scrape *s) {
     s->line = n->line;
     http_defaults(&s->http);
     s->honor_timestamps = 1;
@@ -1040,7 +1041,7 @@ static int dec_scrape(dec *d, const cfg__node *n, cfg_scrape *s) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         switch (k) {
         case 0: rc = get_str(d, v, "string", &s->job_name); break;
         case 1: rc = get_bool(d, v, &s->honor_labels); break;
@@ -1109,7 +1110,7 @@ static const char *const AM_F[] = {"scheme", "path_prefix", "timeout", "api_vers
                                    NULL};
 #define AM_OWN 5
 
-static int dec_am(dec *d, const cfg__node *n, cfg_alertmanager *a) {
+static int dec_am(dec *d, const cfg_ynode *n, cfg_alertmanager *a) {
     http_defaults(&a->http);
     a->timeout_ms = 10000;
     http_raw raw = {0};
@@ -1126,7 +1127,7 @@ static int dec_am(dec *d, const cfg__node *n, cfg_alertmanager *a) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         switch (k) {
         case 0: rc = get_str(d, v, "string", &a->scheme); break;
         case 1: rc = get_str(d, v, "string", &a->path_prefix); break;
@@ -1156,14 +1157,14 @@ static int dec_am(dec *d, const cfg__node *n, cfg_alertmanager *a) {
     return rc;
 }
 
-static int alerting_field(dec *d, int k, const cfg__node *v, void *ctx) {
+static int alerting_field(dec *d, int k, const cfg_ynode *v, void *ctx) {
     cfg_alerting *al = ctx;
     if (k == 0)
         return dec_rules(d, v, &al->alert_relabel, &al->nalert_relabel,
                          "empty or null alert relabeling rule");
     int rc = visit(d, v);
     if (rc || is_null(v)) return rc;
-    if (v->kind != CFG__SEQ) return terr(d, v, "config.AlertmanagerConfigs");
+    if (v->kind != CFG_Y_SEQ) return terr(d, v, "config.AlertmanagerConfigs");
     for (size_t j = 0; j < v->n; j++) {
         if (is_null(v->kids[j]))
             return derr(d, v->kids[j]->line, "empty or null alertmanager config section");
@@ -1174,14 +1175,14 @@ static int alerting_field(dec *d, int k, const cfg__node *v, void *ctx) {
     return 0;
 }
 
-static int dec_alerting(dec *d, const cfg__node *n, cfg_alerting *al) {
+static int dec_alerting(dec *d, const cfg_ynode *n, cfg_alerting *al) {
     static const char *const F[] = {"alert_relabel_configs", "alertmanagers", NULL};
     return dec_fields(d, n, "config.plain", F, alerting_field, al);
 }
 
 /* ---- remote write -------------------------------------------------------- */
 
-static int queue_field(dec *d, int k, const cfg__node *v, void *ctx) {
+static int queue_field(dec *d, int k, const cfg_ynode *v, void *ctx) {
     cfg_remote_write *w = ctx;
     switch (k) {
     case 0: return get_i64(d, v, "int", &w->q_capacity);
@@ -1195,7 +1196,7 @@ static int queue_field(dec *d, int k, const cfg__node *v, void *ctx) {
     }
 }
 
-static int dec_queue(dec *d, const cfg__node *n, cfg_remote_write *w) {
+static int dec_queue(dec *d, const cfg_ynode *n, cfg_remote_write *w) {
     static const char *const F[] = {"capacity",
                                     "max_shards",
                                     "min_shards",
@@ -1208,14 +1209,14 @@ static int dec_queue(dec *d, const cfg__node *n, cfg_remote_write *w) {
     return dec_fields(d, n, "config.QueueConfig", F, queue_field, w);
 }
 
-static int metadata_field(dec *d, int k, const cfg__node *v, void *ctx) {
+static int metadata_field(dec *d, int k, const cfg_ynode *v, void *ctx) {
     cfg_remote_write *w = ctx;
     if (k == 0) return get_bool(d, v, &w->md_send);
     if (k == 1) return get_dur(d, v, &w->md_send_interval_ms);
     return get_i64(d, v, "int", &w->md_max_samples_per_send);
 }
 
-static int dec_metadata(dec *d, const cfg__node *n, cfg_remote_write *w) {
+static int dec_metadata(dec *d, const cfg_ynode *n, cfg_remote_write *w) {
     static const char *const F[] = {"send", "send_interval", "max_samples_per_send", NULL};
     return dec_fields(d, n, "config.MetadataConfig", F, metadata_field, w);
 }
@@ -1246,7 +1247,7 @@ static const char *const RW_F[] = {"url", "remote_timeout", "headers", "name", "
                                    "tls_config", "proxy_url", "follow_redirects", "enable_http2", NULL};
 #define RW_OWN 9
 
-static int dec_rw(dec *d, const cfg__node *n, cfg_remote_write *w) {
+static int dec_rw(dec *d, const cfg_ynode *n, cfg_remote_write *w) {
     http_defaults(&w->http);
     w->remote_timeout_ms = 30000;
     w->q_capacity = 2500;
@@ -1270,7 +1271,7 @@ static int dec_rw(dec *d, const cfg__node *n, cfg_remote_write *w) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         switch (k) {
         case 0:
             has_url = !is_null(v);
@@ -1318,12 +1319,12 @@ static int cmp_kv(const void *a, const void *b) {
     return strcmp(((const cfg_kv *)a)->name, ((const cfg_kv *)b)->name);
 }
 
-static int dec_global(dec *d, const cfg__node *n, cfg_global *g) {
+static int dec_global(dec *d, const cfg_ynode *n, cfg_global *g) {
     static const char *const F[] = {"scrape_interval", "scrape_timeout", "evaluation_interval",
                                     "external_labels", "query_log_file", NULL};
     pairs ps;
     int rc = map_pairs(d, n, "config.plain", &ps);
-    const cfg__node *el = NULL;
+    const cfg_ynode *el = NULL;
     for (size_t i = 0; rc == 0 && i < ps.n; i++) {
         int k = field(d, &ps, i, F, "config.plain", 0);
         if (k == FIELD_SKIP) continue;
@@ -1331,7 +1332,7 @@ static int dec_global(dec *d, const cfg__node *n, cfg_global *g) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         switch (k) {
         case 0: rc = get_dur(d, v, &g->scrape_interval_ms); break;
         case 1: rc = get_dur(d, v, &g->scrape_timeout_ms); break;
@@ -1369,7 +1370,7 @@ static int rule_path_ok(const char *s) {
 static const char *const TOP_F[] = {"global",         "alerting",     "rule_files",
                                     "scrape_configs", "remote_write", NULL};
 
-static int dec_top(dec *d, const cfg__node *n, cfg_config *c) {
+static int dec_top(dec *d, const cfg_ynode *n, cfg_config *c) {
     pairs ps;
     int rc = map_pairs(d, n, "config.plain", &ps);
     for (size_t i = 0; rc == 0 && i < ps.n; i++) {
@@ -1379,7 +1380,7 @@ static int dec_top(dec *d, const cfg__node *n, cfg_config *c) {
             rc = BASE_E_INVAL;
             break;
         }
-        const cfg__node *v = ps.v[i].v;
+        const cfg_ynode *v = ps.v[i].v;
         if ((rc = visit(d, v))) break;
         switch (k) {
         case 0:
@@ -1394,7 +1395,7 @@ static int dec_top(dec *d, const cfg__node *n, cfg_config *c) {
             break;
         case 3:
             if (is_null(v)) break;
-            if (v->kind != CFG__SEQ) {
+            if (v->kind != CFG_Y_SEQ) {
                 rc = terr(d, v, "[]*config.ScrapeConfig");
                 break;
             }
@@ -1409,7 +1410,7 @@ static int dec_top(dec *d, const cfg__node *n, cfg_config *c) {
             break;
         case 4:
             if (is_null(v)) break;
-            if (v->kind != CFG__SEQ) {
+            if (v->kind != CFG_Y_SEQ) {
                 rc = terr(d, v, "[]*config.RemoteWriteConfig");
                 break;
             }
@@ -1426,7 +1427,7 @@ static int dec_top(dec *d, const cfg__node *n, cfg_config *c) {
     }
     free(ps.v);
     if (rc) return rc;
-    int line = n && n->kind == CFG__MAP ? n->line : 1;
+    int line = n && n->kind == CFG_Y_MAP ? n->line : 1;
     for (size_t i = 0; i < c->nrule_files; i++) {
         if (!rule_path_ok(c->rule_files[i]))
             return derr(d, line, "invalid rule file path %s", qs(d, c->rule_files[i]));
@@ -1499,12 +1500,12 @@ int cfg_load_buf(const char *buf, size_t len, const char *name, const char *dir,
     c->global.scrape_timeout_ms = 10000;
     c->global.evaluation_interval_ms = 60000;
 
-    cfg__doc doc = {0};
+    cfg_ydoc doc = {0};
     dec d = {.doc = &doc, .name = name, .dir = absdir, .err = err, .errlen = errlen};
-    int rc = cfg__yaml_parse(buf, len, name, &doc, err, errlen);
+    int rc = cfg_yaml_parse(buf, len, name, &doc, err, errlen);
     if (rc == 0 && doc.root) rc = dec_top(&d, doc.root, c);
     for (int i = 0; i < 4; i++) free(d.q[i]);
-    cfg__doc_free(&doc);
+    cfg_ydoc_free(&doc);
     free(absdir);
     if (rc) {
         cfg_free(c);

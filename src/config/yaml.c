@@ -1,14 +1,14 @@
 /* yaml.c -- a bounded YAML tree from libyaml's events, scalar resolution
  * as Go's gopkg.in/yaml.v2 does it, and Prometheus's size units.
  *
- * cfg__yaml_parse() reads the first document of the stream event by event
- * and builds cfg__node trees (see config_int.h). Limits are checked as
- * events arrive: CFG__MAX_DEPTH open containers, CFG__MAX_NODES nodes.
+ * cfg_yaml_parse() reads the first document of the stream event by event
+ * and builds cfg_ynode trees (see config/yaml.h). Limits are checked as
+ * events arrive: CFG_YAML_MAX_DEPTH open containers, CFG_YAML_MAX_NODES nodes.
  * Anchors are registered when their node starts; an alias to a node that
  * has not ended yet would make a cycle and is refused, as yaml.v2 refuses
  * it ("anchor 'x' value contains itself").
  *
- * cfg__resolve() decides what a plain scalar is (null, bool, int, float,
+ * cfg_yaml_resolve() decides what a plain scalar is (null, bool, int, float,
  * merge key or string) with yaml.v2's YAML 1.1 rules: "yes"/"on" are
  * booleans, "0x1f" and "1_000" are integers, ".inf" a float. Quoted and
  * block scalars are strings unless an explicit tag says otherwise.
@@ -22,10 +22,11 @@
 #include "base/err.h"
 #include "base/num.h"
 #include "config/config_int.h"
+#include "config/yaml.h"
 
-struct cfg__anchor {
+struct cfg_yanchor {
     char *name;
-    cfg__node *node;
+    cfg_ynode *node;
 };
 
 static int perr(char *err, size_t errlen, int code, const char *name, int line, const char *msg,
@@ -34,31 +35,32 @@ static int perr(char *err, size_t errlen, int code, const char *name, int line, 
     return base_errf(err, errlen, code, "%s:%d: %s", name, line, msg);
 }
 
-/* NULL when out of memory or (doc->full set) over CFG__MAX_NODES. */
-static cfg__node *new_node(cfg__doc *doc, cfg__kind kind, int line) {
-    if (doc->nall >= CFG__MAX_NODES) {
+/* NULL when out of memory or (doc->full set) over CFG_YAML_MAX_NODES. */
+static cfg_ynode *new_node(cfg_ydoc *doc, cfg_ykind kind, int line, int col) {
+    if (doc->nall >= CFG_YAML_MAX_NODES) {
         doc->full = 1;
         return NULL;
     }
     if (doc->nall == doc->capall) {
         size_t nc = doc->capall ? doc->capall * 2 : 64;
-        cfg__node **na = realloc(doc->all, nc * sizeof *na);
+        cfg_ynode **na = realloc(doc->all, nc * sizeof *na);
         if (!na) return NULL;
         doc->all = na;
         doc->capall = nc;
     }
-    cfg__node *n = calloc(1, sizeof *n);
+    cfg_ynode *n = calloc(1, sizeof *n);
     if (!n) return NULL;
     n->kind = kind;
     n->line = line;
+    n->col = col;
     doc->all[doc->nall++] = n;
     return n;
 }
 
-static int add_kid(cfg__node *parent, cfg__node *kid) {
+static int add_kid(cfg_ynode *parent, cfg_ynode *kid) {
     if (parent->n == parent->cap) {
         size_t nc = parent->cap ? parent->cap * 2 : 8;
-        cfg__node **na = realloc(parent->kids, nc * sizeof *na);
+        cfg_ynode **na = realloc(parent->kids, nc * sizeof *na);
         if (!na) return BASE_E_NOMEM;
         parent->kids = na;
         parent->cap = nc;
@@ -67,10 +69,10 @@ static int add_kid(cfg__node *parent, cfg__node *kid) {
     return 0;
 }
 
-static int add_anchor(cfg__doc *doc, const char *name, cfg__node *n) {
+static int add_anchor(cfg_ydoc *doc, const char *name, cfg_ynode *n) {
     if (doc->nanchors == doc->capanchors) {
         size_t nc = doc->capanchors ? doc->capanchors * 2 : 8;
-        struct cfg__anchor *na = realloc(doc->anchors, nc * sizeof *na);
+        struct cfg_yanchor *na = realloc(doc->anchors, nc * sizeof *na);
         if (!na) return BASE_E_NOMEM;
         doc->anchors = na;
         doc->capanchors = nc;
@@ -78,19 +80,19 @@ static int add_anchor(cfg__doc *doc, const char *name, cfg__node *n) {
     char *s = strdup(name);
     if (!s) return BASE_E_NOMEM;
     /* a later anchor of the same name shadows the earlier one */
-    doc->anchors[doc->nanchors++] = (struct cfg__anchor){s, n};
+    doc->anchors[doc->nanchors++] = (struct cfg_yanchor){s, n};
     return 0;
 }
 
-static cfg__node *find_anchor(const cfg__doc *doc, const char *name) {
+static cfg_ynode *find_anchor(const cfg_ydoc *doc, const char *name) {
     for (size_t i = doc->nanchors; i > 0; i--)
         if (strcmp(doc->anchors[i - 1].name, name) == 0) return doc->anchors[i - 1].node;
     return NULL;
 }
 
-void cfg__doc_free(cfg__doc *doc) {
+void cfg_ydoc_free(cfg_ydoc *doc) {
     for (size_t i = 0; i < doc->nall; i++) {
-        cfg__node *n = doc->all[i];
+        cfg_ynode *n = doc->all[i];
         free(n->tag);
         free(n->val);
         free(n->kids);
@@ -103,7 +105,7 @@ void cfg__doc_free(cfg__doc *doc) {
 }
 
 /* Places a finished or aliased node into its parent (or as the root). */
-static int attach(cfg__doc *doc, cfg__node **stack, size_t depth, cfg__node *n) {
+static int attach(cfg_ydoc *doc, cfg_ynode **stack, size_t depth, cfg_ynode *n) {
     if (depth == 0) {
         if (!doc->root) doc->root = n;
         return 0;
@@ -111,11 +113,11 @@ static int attach(cfg__doc *doc, cfg__node **stack, size_t depth, cfg__node *n) 
     return add_kid(stack[depth - 1], n);
 }
 
-int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc, char *err, size_t errlen) {
+int cfg_yaml_parse(const char *buf, size_t len, const char *name, cfg_ydoc *doc, char *err, size_t errlen) {
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) return base_errf(err, errlen, BASE_E_NOMEM, "%s: out of memory", name);
     yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-    cfg__node *stack[CFG__MAX_DEPTH];
+    cfg_ynode *stack[CFG_YAML_MAX_DEPTH];
     size_t depth = 0;
     int rc = 0, done = 0;
     while (!done) {
@@ -134,16 +136,16 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
                                p.problem ? p.problem : "syntax error");
             break;
         }
-        int line = (int)ev.start_mark.line + 1;
+        int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
         const char *anchor = NULL;
-        cfg__node *n = NULL;
+        cfg_ynode *n = NULL;
         switch (ev.type) {
         case YAML_DOCUMENT_START_EVENT: break;
         case YAML_DOCUMENT_END_EVENT:
         case YAML_STREAM_END_EVENT: done = 1; break;
         case YAML_ALIAS_EVENT: {
             const char *an = (const char *)ev.data.alias.anchor;
-            cfg__node *t = find_anchor(doc, an);
+            cfg_ynode *t = find_anchor(doc, an);
             if (!t)
                 rc = perr(err, errlen, BASE_E_PARSE, name, line, "yaml: unknown anchor", an);
             else if (!t->done)
@@ -153,7 +155,7 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
             break;
         }
         case YAML_SCALAR_EVENT:
-            n = new_node(doc, CFG__SCALAR, line);
+            n = new_node(doc, CFG_Y_SCALAR, line, col);
             if (!n) {
                 rc = doc->full ? BASE_E_LIMIT : BASE_E_NOMEM;
                 break;
@@ -178,12 +180,12 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT: {
             int seq = ev.type == YAML_SEQUENCE_START_EVENT;
-            if (depth >= CFG__MAX_DEPTH) {
+            if (depth >= CFG_YAML_MAX_DEPTH) {
                 rc = base_errf(err, errlen, BASE_E_LIMIT, "%s:%d: nesting deeper than %d levels", name, line,
-                               CFG__MAX_DEPTH);
+                               CFG_YAML_MAX_DEPTH);
                 break;
             }
-            n = new_node(doc, seq ? CFG__SEQ : CFG__MAP, line);
+            n = new_node(doc, seq ? CFG_Y_SEQ : CFG_Y_MAP, line, col);
             if (!n) {
                 rc = doc->full ? BASE_E_LIMIT : BASE_E_NOMEM;
                 break;
@@ -207,7 +209,7 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
         if (rc == 0 && anchor && n) rc = add_anchor(doc, anchor, n);
         if (rc == BASE_E_LIMIT && doc->full)
             rc = base_errf(err, errlen, BASE_E_LIMIT, "%s:%d: more than %u YAML nodes", name, line,
-                           CFG__MAX_NODES);
+                           CFG_YAML_MAX_NODES);
         if (rc == BASE_E_NOMEM) rc = base_errf(err, errlen, BASE_E_NOMEM, "%s: out of memory", name);
         yaml_event_delete(&ev);
         if (rc) break;
@@ -218,17 +220,18 @@ int cfg__yaml_parse(const char *buf, size_t len, const char *name, cfg__doc *doc
 
 /* ---- resolution ------------------------------------------------------- */
 
-int cfg__one_of(const char *s, const char *const *list) {
+int cfg_yaml_one_of(const char *s, const char *const *list) {
     for (; *list; list++)
         if (strcmp(s, *list) == 0) return 1;
     return 0;
 }
 
-/* Go's strconv.ParseInt/ParseUint with base 0 over s (underscores already
- * removed). 0 parsed (neg says the sign), -1 not an integer. */
-static int parse_go_int(const char *s, int *ret_neg, uint64_t *ret_mag) {
-    int neg = 0;
-    if (*s == '+' || *s == '-') neg = *s++ == '-';
+int cfg_yaml_go_int(const char *s, int *ret_neg, int *ret_signed, uint64_t *ret_mag) {
+    int neg = 0, sign = 0;
+    if (*s == '+' || *s == '-') {
+        sign = 1;
+        neg = *s++ == '-';
+    }
     unsigned base = 10;
     if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
         base = 16;
@@ -260,12 +263,12 @@ static int parse_go_int(const char *s, int *ret_neg, uint64_t *ret_mag) {
         v = v * base + d;
     }
     *ret_neg = neg;
+    if (ret_signed) *ret_signed = sign;
     *ret_mag = v;
     return 0;
 }
 
-/* ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$ */
-static int yaml_style_float(const char *s) {
+int cfg_yaml_float_syntax(const char *s) {
     if (*s == '+' || *s == '-') s++;
     if (*s == '.') {
         s++;
@@ -294,28 +297,28 @@ static const char *const TRUES[] = {"y",  "Y",  "yes",  "Yes",  "YES",  "on",
 static const char *const FALSES[] = {"n",   "N",   "no",    "No",    "NO",    "off",
                                      "Off", "OFF", "false", "False", "FALSE", NULL};
 
-static void resolve_plain(const char *v, size_t len, cfg__resolved *r) {
+static void resolve_plain(const char *v, size_t len, cfg_yresolved *r) {
     memset(r, 0, sizeof *r);
-    r->tag = CFG__T_STR;
-    if (cfg__one_of(v, NULLS)) {
-        r->tag = CFG__T_NULL;
+    r->tag = CFG_YT_STR;
+    if (cfg_yaml_one_of(v, NULLS)) {
+        r->tag = CFG_YT_NULL;
         return;
     }
-    if (cfg__one_of(v, TRUES) || cfg__one_of(v, FALSES)) {
-        r->tag = CFG__T_BOOL;
-        r->b = cfg__one_of(v, TRUES);
+    if (cfg_yaml_one_of(v, TRUES) || cfg_yaml_one_of(v, FALSES)) {
+        r->tag = CFG_YT_BOOL;
+        r->b = cfg_yaml_one_of(v, TRUES);
         return;
     }
     if (strcmp(v, "<<") == 0) {
-        r->tag = CFG__T_MERGE;
+        r->tag = CFG_YT_MERGE;
         return;
     }
     static const char *const PINF[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", NULL};
     static const char *const NINF[] = {"-.inf", "-.Inf", "-.INF", NULL};
     static const char *const NANS[] = {".nan", ".NaN", ".NAN", NULL};
-    if (cfg__one_of(v, PINF) || cfg__one_of(v, NINF) || cfg__one_of(v, NANS)) {
-        r->tag = CFG__T_FLOAT;
-        r->f = cfg__one_of(v, NANS) ? NAN : cfg__one_of(v, PINF) ? INFINITY : -INFINITY;
+    if (cfg_yaml_one_of(v, PINF) || cfg_yaml_one_of(v, NINF) || cfg_yaml_one_of(v, NANS)) {
+        r->tag = CFG_YT_FLOAT;
+        r->f = cfg_yaml_one_of(v, NANS) ? NAN : cfg_yaml_one_of(v, PINF) ? INFINITY : -INFINITY;
         return;
     }
     char c = v[0];
@@ -328,15 +331,15 @@ static void resolve_plain(const char *v, size_t len, cfg__resolved *r) {
     plain[k] = 0;
     int neg;
     uint64_t mag;
-    if (parse_go_int(plain, &neg, &mag) == 0) {
+    if (cfg_yaml_go_int(plain, &neg, NULL, &mag) == 0) {
         if (neg && mag <= (uint64_t)INT64_MAX + 1) {
-            r->tag = CFG__T_INT;
+            r->tag = CFG_YT_INT;
             r->i = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
             r->f = -(double)mag;
             return;
         }
         if (!neg) {
-            r->tag = CFG__T_INT;
+            r->tag = CFG_YT_INT;
             if (mag > (uint64_t)INT64_MAX) {
                 r->is_u = 1;
                 r->u = mag;
@@ -347,50 +350,50 @@ static void resolve_plain(const char *v, size_t len, cfg__resolved *r) {
             return;
         }
     }
-    if (yaml_style_float(plain)) {
+    if (cfg_yaml_float_syntax(plain)) {
         double d;
         if (base_parse_double(plain, k, &d) == 0) {
-            r->tag = CFG__T_FLOAT;
+            r->tag = CFG_YT_FLOAT;
             r->f = d;
         }
     }
 }
 
-void cfg__resolve(const cfg__node *n, cfg__resolved *r) {
+void cfg_yaml_resolve(const cfg_ynode *n, cfg_yresolved *r) {
     memset(r, 0, sizeof *r);
-    if (n->kind != CFG__SCALAR) {
-        r->tag = CFG__T_STR;
+    if (n->kind != CFG_Y_SCALAR) {
+        r->tag = CFG_YT_STR;
         return;
     }
     if (n->tag) {
         const char *t = n->tag;
         if (strncmp(t, "tag:yaml.org,2002:", 18) == 0) t += 18;
         if (strcmp(t, "str") == 0 || strcmp(t, "!") == 0 || strcmp(t, "binary") == 0 || n->tag[0] != 't') {
-            r->tag = CFG__T_STR;
+            r->tag = CFG_YT_STR;
             return;
         }
         resolve_plain(n->val, n->len, r);
-        if (strcmp(t, "null") == 0) r->tag = CFG__T_NULL;
+        if (strcmp(t, "null") == 0) r->tag = CFG_YT_NULL;
         return;
     }
     if (!n->plain) {
-        r->tag = CFG__T_STR;
+        r->tag = CFG_YT_STR;
         return;
     }
     resolve_plain(n->val, n->len, r);
 }
 
-const char *cfg__short_tag(const cfg__node *n) {
-    if (n->kind == CFG__SEQ) return "!!seq";
-    if (n->kind == CFG__MAP) return "!!map";
-    cfg__resolved r;
-    cfg__resolve(n, &r);
+const char *cfg_yaml_short_tag(const cfg_ynode *n) {
+    if (n->kind == CFG_Y_SEQ) return "!!seq";
+    if (n->kind == CFG_Y_MAP) return "!!map";
+    cfg_yresolved r;
+    cfg_yaml_resolve(n, &r);
     switch (r.tag) {
-    case CFG__T_NULL: return "!!null";
-    case CFG__T_BOOL: return "!!bool";
-    case CFG__T_INT: return "!!int";
-    case CFG__T_FLOAT: return "!!float";
-    case CFG__T_MERGE: return "!!merge";
+    case CFG_YT_NULL: return "!!null";
+    case CFG_YT_BOOL: return "!!bool";
+    case CFG_YT_INT: return "!!int";
+    case CFG_YT_FLOAT: return "!!float";
+    case CFG_YT_MERGE: return "!!merge";
     default: return "!!str";
     }
 }

@@ -1,26 +1,42 @@
 /* check.c -- `kelvin check config FILE...`, promtool 2.42's `check config`,
- * and `kelvin check web-config FILE...`, its `check web-config` (below).
+ * `kelvin check rules FILE...`, its `check rules`, and `kelvin check
+ * web-config FILE...`, its `check web-config` (below).
  *
- * For each file, as promtool's checkConfig does: print "Checking FILE",
- * load it with cfg_load_file (every syntax and semantic check), then,
- * unless --syntax-only, look at the files it names: each rule file (or
- * glob) must exist, a scrape job's credentials file must exist, a client
- * certificate needs its key and both must exist, a file_sd file that does
- * not exist is a WARNING, and every static target group must yield
- * targets (`instance 0 in group 0: no address` after relabeling). Output
- * lines and exit status are promtool's: " SUCCESS: FILE is valid
- * prometheus config file syntax" on stdout, "  FAILED: why" on stderr, a
- * blank line after each file; exit 0 when all are valid, 1 when one is
- * not, 2 for bad usage (promtool's kingpin says 1 there).
+ * check config: for each file, as promtool's checkConfig does: print
+ * "Checking FILE", load it with cfg_load_file (every syntax and semantic
+ * check), then, unless --syntax-only, look at the files it names: each
+ * rule file (or glob) must exist, a scrape job's credentials file must
+ * exist, a client certificate needs its key and both must exist, a
+ * file_sd file that does not exist is a WARNING, and every static target
+ * group must yield targets (`instance 0 in group 0: no address` after
+ * relabeling). Output lines and exit status are promtool's: " SUCCESS:
+ * FILE is valid prometheus config file syntax" on stdout, "  FAILED: why"
+ * on stderr, a blank line after each file; then every rule file found is
+ * checked as `check rules` checks it (its errors indented by five
+ * spaces, as promtool prints them there).
+ *
+ * check rules: for each file, "Checking FILE", then rules_file_load (2.42's
+ * rulefmt.ParseFile: YAML, fields, every rule validated, expressions
+ * parsed) and "  SUCCESS: N rules found" on stdout, or "  FAILED:" and
+ * each error on its own line on stderr; a blank line after each file.
+ * --lint=duplicate-rules (the default; "all" too, "none" turns it off)
+ * reports rules with the same name and labels as promtool's "lint error
+ * N duplicate rule(s) found." under "  FAILED:", which alone does not
+ * fail the run unless --lint-fatal (exit 3).
+ *
+ * Exit status: 0 when all are valid (lint findings included), 1 when one
+ * is not, 3 for lint findings with --lint-fatal, 2 for bad usage
+ * (promtool's kingpin says 1 there, e.g. for a rule file argument that
+ * does not exist).
  *
  * Known differences from promtool, on purpose or for now:
- *  - rule files are found and must be readable files, but their rules
- *    are not parsed: rule parsing (rulefmt) belongs to the rules
- *    milestone; each is listed as SKIPPED instead of promtool's
- *    "SUCCESS: N rules found", and a file with broken rules passes.
+ *  - templates in alerting rules' labels and annotations are not parsed
+ *    (rulefmt's testTemplateParsing): a broken template passes.
+ *  - errors about a rule's labels come in file order; promtool walks a Go
+ *    map, so its order varies from run to run.
  *  - file_sd files that exist are not parsed (promtool reads their target
  *    groups); the discovery module reads them at run time.
- *  - error messages carry FILE:LINE instead of yaml.v2's "line N:".
+ *  - config error messages carry FILE:LINE instead of yaml.v2's "line N:".
  */
 #include <errno.h>
 #include <glob.h>
@@ -35,6 +51,7 @@
 #include "http/webcfg.h"
 #include "labels/labels.h"
 #include "relabel/relabel.h"
+#include "rules/rules.h"
 #include "tools/tools.h"
 
 /* Go's os.Stat error text: "stat PATH: no such file or directory". */
@@ -265,39 +282,270 @@ static int check_one(const char *file, int syntax_only, char *why, size_t whylen
     return 0;
 }
 
-/* Until rules are parsed, a rule file must at least be a readable file:
- * promtool's checkRules fails on a directory or an unreadable file. */
-static int rule_file_readable(const char *path, char *why, size_t whylen) {
+/* ---- rule files ---------------------------------------------------------- */
+
+/* promtool's lintConfig. */
+typedef struct lint {
+    int duplicates;
+    int fatal;
+} lint;
+
+/* newLintConfig: comma-separated options; an unknown one is a warning. */
+static void lint_parse(const char *val, int fatal, lint *ret) {
+    ret->duplicates = 0;
+    ret->fatal = fatal;
+    const char *p = val;
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if ((n == 3 && memcmp(p, "all", 3) == 0) || (n == 15 && memcmp(p, "duplicate-rules", 15) == 0))
+            ret->duplicates = 1;
+        else if (!(n == 4 && memcmp(p, "none", 4) == 0))
+            printf("WARNING: unknown lint option %.*s\n", (int)n, p);
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
+/* A rule as checkDuplicates compares it: its name and sorted labels. */
+typedef struct dup_rule {
+    const char *metric;
+    const rules_kv **labels;
+    size_t n;
+} dup_rule;
+
+static int kv_by_name(const void *a, const void *b) {
+    return strcmp((*(const rules_kv *const *)a)->name, (*(const rules_kv *const *)b)->name);
+}
+
+/* strings.Compare on the name, then labels.Compare. */
+static int dup_cmp(const dup_rule *a, const dup_rule *b) {
+    int c = strcmp(a->metric, b->metric);
+    if (c) return c;
+    size_t n = a->n < b->n ? a->n : b->n;
+    for (size_t i = 0; i < n; i++) {
+        if ((c = strcmp(a->labels[i]->name, b->labels[i]->name))) return c;
+        if ((c = strcmp(a->labels[i]->value, b->labels[i]->value))) return c;
+    }
+    return a->n < b->n ? -1 : a->n > b->n;
+}
+
+static int dup_qsort(const void *a, const void *b) {
+    return dup_cmp(a, b);
+}
+
+/* promtool's checkDuplicates: appends "lint error N duplicate rule(s)
+ * found. ..." to out when rules share a name and labels; returns N (or -1
+ * when out of memory). */
+static long lint_duplicates(const rules_file *f, base_buf *out) {
+    size_t n = rules_file_count(f), k = 0;
+    if (n < 2) return 0;
+    dup_rule *rs = calloc(n, sizeof *rs);
+    if (!rs) return -1;
+    long ndup = 0;
+    for (size_t g = 0; g < f->ngroups; g++)
+        for (size_t r = 0; r < f->groups[g].nrules; r++) {
+            const rules_rule *rr = &f->groups[g].rules[r];
+            dup_rule *d = &rs[k++];
+            d->metric = rr->name;
+            d->n = rr->nlabels;
+            d->labels = calloc(rr->nlabels ? rr->nlabels : 1, sizeof *d->labels);
+            if (!d->labels) {
+                ndup = -1;
+                goto done;
+            }
+            for (size_t i = 0; i < rr->nlabels; i++) d->labels[i] = &rr->labels[i];
+            qsort(d->labels, d->n, sizeof *d->labels, kv_by_name);
+        }
+    qsort(rs, n, sizeof *rs, dup_qsort);
+    const dup_rule *last = &rs[0], *prev_dup = NULL;
+    base_buf list = BASE_BUF_INIT;
+    for (size_t i = 1; i < n; i++) {
+        if (dup_cmp(last, &rs[i]) == 0 && (!prev_dup || dup_cmp(last, prev_dup) != 0)) {
+            prev_dup = &rs[i];
+            ndup++;
+            base_buf_printf(&list, "Metric: %s\nLabel(s):\n", rs[i].metric);
+            for (size_t j = 0; j < rs[i].n; j++)
+                base_buf_printf(&list, "\t%s: %s\n", rs[i].labels[j]->name, rs[i].labels[j]->value);
+        }
+        last = &rs[i];
+    }
+    if (ndup > 0) {
+        base_buf_printf(out, "lint error %ld duplicate rule(s) found.\n", ndup);
+        base_buf_append(out, list.data, list.len);
+        base_buf_puts(out, "Might cause inconsistency while recording expressions");
+    }
+    if (base_buf_err(&list) || base_buf_err(out)) ndup = -1;
+    base_buf_free(&list);
+done:
+    for (size_t i = 0; i < k; i++) free(rs[i].labels);
+    free(rs);
+    return ndup;
+}
+
+/* promtool's checkRules and the lines its callers print: 0 valid, 1 lint
+ * findings only, 2 errors. Each error line starts with prefix ("" for
+ * check rules, five spaces under check config). */
+static int check_rule_file(const char *path, const lint *l, const char *prefix) {
+    printf("Checking %s\n", path);
+    rules_file *f = NULL;
+    rules_errors errs;
+    int rc = rules_file_load(path, &f, &errs), ret = 0;
+    if (rc != 0) {
+        fflush(stdout);
+        fprintf(stderr, "  FAILED:\n");
+        for (size_t i = 0; i < errs.n; i++) fprintf(stderr, "%s%s\n", prefix, errs.e[i].msg);
+        if (errs.n == 0) fprintf(stderr, "%s%s: %s\n", prefix, path, base_strerror(rc));
+        ret = 2;
+    } else {
+        base_buf msg = BASE_BUF_INIT;
+        long nd = l->duplicates ? lint_duplicates(f, &msg) : 0;
+        if (nd < 0) {
+            fflush(stdout);
+            fprintf(stderr, "  FAILED:\n%s%s: out of memory\n", prefix, path);
+            ret = 2;
+        } else if (nd > 0) {
+            fflush(stdout);
+            fprintf(stderr, "  FAILED:\n%s%.*s\n", prefix, (int)msg.len, msg.data);
+            ret = 1;
+        } else {
+            printf("  SUCCESS: %zu rules found\n", rules_file_count(f));
+        }
+        base_buf_free(&msg);
+    }
+    printf("\n");
+    fflush(stdout);
+    rules_errors_free(&errs);
+    rules_file_free(f);
+    return ret;
+}
+
+/* CheckRules / CheckConfig's ending: 1 with errors, 3 with lint findings
+ * and --lint-fatal, else 0. */
+static int exit_status(int errors, int lint_found, const lint *l) {
+    if (errors) return 1;
+    if (lint_found && l->fatal) return 3;
+    return 0;
+}
+
+/* kingpin's ExistingFiles check of one argument: 0, or 2 after the error. */
+static int existing_file(const char *cmd, const char *a) {
     struct stat st;
-    if (stat(path, &st) != 0) {
-        stat_err(path, why, whylen);
-        return -1;
+    if (stat(a, &st) != 0) {
+        fprintf(stderr, "kelvin check %s: error: path '%s' does not exist, try --help\n", cmd, a);
+        return 2;
     }
     if (S_ISDIR(st.st_mode)) {
-        snprintf(why, whylen, "%s: read %s: is a directory", path, path);
-        return -1;
+        /* kingpin names the directory by its base name */
+        size_t n = strlen(a);
+        while (n > 1 && a[n - 1] == '/') n--;
+        size_t b = n;
+        while (b > 0 && a[b - 1] != '/') b--;
+        fprintf(stderr, "kelvin check %s: error: '%.*s' is a directory, try --help\n", cmd, (int)(n - b),
+                a + b);
+        return 2;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        char e[128];
-        snprintf(e, sizeof e, "%s", strerror(errno));
-        if (e[0] >= 'A' && e[0] <= 'Z') e[0] = (char)(e[0] + 32);
-        snprintf(why, whylen, "%s: open %s: %s", path, path, e);
-        return -1;
-    }
-    fclose(f);
     return 0;
 }
 
 static void usage(FILE *out) {
+    fprintf(
+        out,
+        "usage: kelvin check config [<flags>] <config-files>...\n\n"
+        "Check if the config files are valid or not.\n\n"
+        "Flags:\n"
+        "      --syntax-only  Only check the config file syntax, ignoring file and content validation\n"
+        "                     referenced in the config\n"
+        "      --lint=\"duplicate-rules\"\n"
+        "                     Linting checks to apply to the rules specified in the config. Available\n"
+        "                     options are: all, duplicate-rules, none. Use --lint=none to disable linting\n"
+        "      --lint-fatal   Make lint errors exit with exit code 3.\n");
+}
+
+static void usage_rules(FILE *out) {
     fprintf(out,
-            "usage: kelvin check config [<flags>] <config-files>...\n\n"
-            "Check if the config files are valid or not.\n\n"
+            "usage: kelvin check rules [<flags>] <rule-files>...\n\n"
+            "Check if the rule files are valid or not.\n\n"
             "Flags:\n"
-            "      --syntax-only  Only check the config file syntax, ignoring file and content validation\n"
-            "                     referenced in the config\n"
-            "      --lint=...     Accepted for promtool compatibility (rule files are not checked yet)\n"
-            "      --lint-fatal   Accepted for promtool compatibility\n");
+            "      --lint=\"duplicate-rules\"\n"
+            "                     Linting checks to apply. Available options are: all, duplicate-rules,\n"
+            "                     none. Use --lint=none to disable linting\n"
+            "      --lint-fatal   Make lint errors exit with exit code 3.\n\n"
+            "Args:\n"
+            "  <rule-files>  The rule files to check.\n");
+}
+
+/* Whether argv[*i] is a --lint flag (taking its value, from the next
+ * argument for `--lint X`); -1 when the value is missing. */
+static int lint_flag(int argc, char **argv, int *i, const char **val, int *fatal) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--lint-fatal") == 0) {
+        *fatal = 1;
+        return 1;
+    }
+    if (strncmp(a, "--lint=", 7) == 0) {
+        *val = a + 7;
+        return 1;
+    }
+    if (strcmp(a, "--lint") == 0) {
+        if (*i + 1 >= argc) return -1;
+        *val = argv[++*i];
+        return 1;
+    }
+    return 0;
+}
+
+/* `kelvin check rules FILE...`: promtool's CheckRules. */
+static int check_rules(int argc, char **argv) {
+    const char *lintval = "duplicate-rules";
+    int fatal = 0, nfiles = 0, dashdash = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int lf;
+        if (dashdash || a[0] != '-' || !a[1]) {
+            int rc = existing_file("rules", a);
+            if (rc) return rc;
+            nfiles++;
+        } else if (strcmp(a, "--") == 0) {
+            dashdash = 1;
+        } else if ((lf = lint_flag(argc, argv, &i, &lintval, &fatal)) != 0) {
+            if (lf < 0) {
+                fprintf(stderr,
+                        "kelvin check rules: error: expected argument for flag '--lint', try --help\n");
+                return 2;
+            }
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage_rules(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kelvin check rules: error: unknown long flag '%s', try --help\n", a);
+            return 2;
+        }
+    }
+    if (nfiles == 0) {
+        fprintf(stderr,
+                "kelvin check rules: error: required argument 'rule-files' not provided, try --help\n");
+        return 2;
+    }
+    lint l;
+    lint_parse(lintval, fatal, &l);
+    int errors = 0, lint_found = 0;
+    dashdash = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && strcmp(a, "--") == 0) {
+            dashdash = 1;
+            continue;
+        }
+        if (!dashdash && a[0] == '-' && a[1]) {
+            if (strcmp(a, "--lint") == 0) i++;
+            continue;
+        }
+        int r = check_rule_file(a, &l, "");
+        errors |= r == 2;
+        lint_found |= r == 1;
+    }
+    return exit_status(errors, lint_found, &l);
 }
 
 static void usage_web(FILE *out) {
@@ -326,21 +574,8 @@ static int check_web_config(int argc, char **argv) {
             fprintf(stderr, "kelvin check web-config: error: unknown long flag '%s', try --help\n", a);
             return 2;
         } else {
-            struct stat st;
-            if (stat(a, &st) != 0) {
-                fprintf(stderr, "kelvin check web-config: error: path '%s' does not exist, try --help\n", a);
-                return 2;
-            }
-            if (S_ISDIR(st.st_mode)) {
-                /* kingpin names the directory by its base name */
-                size_t n = strlen(a);
-                while (n > 1 && a[n - 1] == '/') n--;
-                size_t b = n;
-                while (b > 0 && a[b - 1] != '/') b--;
-                fprintf(stderr, "kelvin check web-config: error: '%.*s' is a directory, try --help\n",
-                        (int)(n - b), a + b);
-                return 2;
-            }
+            int rc = existing_file("web-config", a);
+            if (rc) return rc;
             nfiles++;
         }
     }
@@ -372,27 +607,34 @@ static int check_web_config(int argc, char **argv) {
 
 int tools_check_main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "web-config") == 0) return check_web_config(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "rules") == 0) return check_rules(argc, argv);
     if (argc < 2 || strcmp(argv[1], "config") != 0) {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             usage(stdout);
+            usage_rules(stdout);
             usage_web(stdout);
             return 0;
         }
-        fprintf(stderr,
-                "kelvin check: unknown or missing subcommand (`config` or `web-config`), try --help\n");
+        fprintf(stderr, "kelvin check: unknown or missing subcommand (`config`, `rules` or `web-config`), "
+                        "try --help\n");
         return 2;
     }
-    int syntax_only = 0, nfiles = 0, dashdash = 0;
+    const char *lintval = "duplicate-rules";
+    int syntax_only = 0, nfiles = 0, dashdash = 0, fatal = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        int lf;
         if (dashdash || a[0] != '-' || !a[1]) {
             nfiles++;
         } else if (strcmp(a, "--") == 0) {
             dashdash = 1;
         } else if (strcmp(a, "--syntax-only") == 0) {
             syntax_only = 1;
-        } else if (strcmp(a, "--lint-fatal") == 0 || strncmp(a, "--lint=", 7) == 0) {
-            /* rule linting: nothing to do until rule files are parsed */
+        } else if ((lf = lint_flag(argc, argv, &i, &lintval, &fatal)) != 0) {
+            if (lf < 0) {
+                fprintf(stderr, "kelvin check config: expected argument for flag '--lint', try --help\n");
+                return 2;
+            }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
@@ -405,7 +647,9 @@ int tools_check_main(int argc, char **argv) {
         fprintf(stderr, "kelvin check config: required argument 'config-files' not provided, try --help\n");
         return 2;
     }
-    int failed = 0;
+    lint l;
+    lint_parse(lintval, fatal, &l);
+    int errors = 0, lint_found = 0;
     dashdash = 0;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
@@ -413,7 +657,10 @@ int tools_check_main(int argc, char **argv) {
             dashdash = 1;
             continue;
         }
-        if (!dashdash && f[0] == '-' && f[1]) continue;
+        if (!dashdash && f[0] == '-' && f[1]) {
+            if (strcmp(f, "--lint") == 0) i++;
+            continue;
+        }
         printf("Checking %s\n", f);
         fflush(stdout);
         char why[4096] = "";
@@ -422,29 +669,20 @@ int tools_check_main(int argc, char **argv) {
         if (check_one(f, syntax_only, why, sizeof why, &nrules, &rules) != 0) {
             fflush(stdout);
             fprintf(stderr, "  FAILED: %s\n", why);
-            failed = 1;
+            errors = 1;
         } else {
             if (nrules > 0) printf("  SUCCESS: %zu rule files found\n", nrules);
             printf(" SUCCESS: %s is valid prometheus config file syntax\n", f);
         }
         printf("\n");
-        /* Rule files are found, not parsed: parsing rules (rulefmt) is the
-         * rules milestone's work. */
         for (size_t r = 0; r < nrules; r++) {
-            printf("Checking %s\n", rules[r]);
-            char rerr[4200];
-            if (rule_file_readable(rules[r], rerr, sizeof rerr) != 0) {
-                fflush(stdout);
-                fprintf(stderr, "  FAILED:\n     %s\n", rerr);
-                failed = 1;
-            } else {
-                printf("  SKIPPED: Kelvin does not check the rules in rule files yet\n");
-            }
-            printf("\n");
+            int rc = check_rule_file(rules[r], &l, "     ");
+            errors |= rc == 2;
+            lint_found |= rc == 1;
             free(rules[r]);
         }
         free(rules);
         fflush(stdout);
     }
-    return failed ? 1 : 0;
+    return exit_status(errors, lint_found, &l);
 }

@@ -134,9 +134,9 @@ int tools_tsdb_analyze(tsdb_block *b, size_t limit, int extended, FILE *out, cha
 
 /* ---- check ----------------------------------------------------------------- */
 
-/* `kelvin check config FILE...` (promtool check config's arguments, output
- * and exit codes: 0 all valid, 1 a file is invalid, 2 usage).
- * argv[0] is "check". */
+/* `kelvin check config|rules|web-config FILE...` (promtool's arguments,
+ * output and exit codes: 0 all valid, 1 a file is invalid, 2 usage; rules
+ * also 3 for a lint finding under --lint-fatal). argv[0] is "check". */
 int tools_check_main(int argc, char **argv);
 
 /* `kelvin query [range] EXPR`: PromQL against a server's HTTP API, printed
