@@ -18,7 +18,6 @@
 #include "base/num.h"
 #include "rules/rules_int.h"
 
-
 static void short_tag(const char *tag, char *out, size_t outlen) {
     static const char long_prefix[] = "tag:yaml.org,2002:";
     if (strncmp(tag, long_prefix, sizeof long_prefix - 1) == 0)
@@ -26,7 +25,6 @@ static void short_tag(const char *tag, char *out, size_t outlen) {
     else
         snprintf(out, outlen, "%s", tag);
 }
-
 
 /* Reads 1 to max digits at *p into *ret. */
 static int digits(const char **p, int min, int max, int *ret) {
@@ -106,7 +104,9 @@ static rules__vkind plain_resolve(const char *tag, const char *s, size_t len, ru
     }
     if (cfg_yaml_one_of(s, NANS) || cfg_yaml_one_of(s, PINFS) || cfg_yaml_one_of(s, NINFS)) {
         *ret_tag = "!!float";
-        r->f = cfg_yaml_one_of(s, NANS) ? __builtin_nan("") : cfg_yaml_one_of(s, PINFS) ? __builtin_inf() : -__builtin_inf();
+        r->f = cfg_yaml_one_of(s, NANS)    ? __builtin_nan("")
+               : cfg_yaml_one_of(s, PINFS) ? __builtin_inf()
+                                           : -__builtin_inf();
         return RULES__V_FLOAT;
     }
     if (strcmp(s, "<<") == 0) {
