@@ -360,6 +360,12 @@ def kelvin_host_cpu(kv):
     return c[0] / n[0]
 
 
+def host_cycles(text):
+    """kelvin's count of host collection cycles in a scrape, or None."""
+    m = re.search(r'^kelvin_agent_collector_cycles_total\{[^}]*collector="host"[^}]*\} (\S+)$', text, re.M)
+    return float(m.group(1)) if m else None
+
+
 def run_round(mode, tmp):
     ne_port, kv_port, statsd_port = free_port(), free_port(), free_port(socket.SOCK_DGRAM)
     ne_cmd = [NE, "--collector.disable-defaults", "--web.listen-address=127.0.0.1:%d" % ne_port]
@@ -381,9 +387,18 @@ def run_round(mode, tmp):
         wait_up(kv_url, kv, kv_log, "node_cpu_seconds_total")
         problems = None
         for attempt in range(3):
+            c0 = host_cycles(scrape(kv_url))
             t1 = scrape(ne_url)
-            time.sleep(HOST_INTERVAL_S * 2.5)  # kelvin's next snapshot is taken after t1
+            # kelvin serves its last snapshot: wait until two more host cycles
+            # have run, so the snapshot served was taken after t1 even when the
+            # machine is slow (a fixed sleep was not enough under sanitizers
+            # on a loaded 2-core machine); bounded in time
+            time.sleep(HOST_INTERVAL_S * 2.5)
+            deadline = time.time() + 30
             tk = scrape(kv_url)
+            while c0 is not None and (host_cycles(tk) or 0) < c0 + 2 and time.time() < deadline:
+                time.sleep(HOST_INTERVAL_S / 4)
+                tk = scrape(kv_url)
             t2 = scrape(ne_url)
             try:
                 ne1, kvf, ne2 = parse(t1), parse(tk), parse(t2)
