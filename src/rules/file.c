@@ -19,8 +19,10 @@
  * checks each group and rule in 2.42's order with its words and "L:C:"
  * positions. Every message starts with "NAME: ", as ParseFile wraps them.
  *
- * Known differences from 2.42: templates in labels and annotations are not
- * parsed (testTemplateParsing belongs to the template engine); errors
+ * Templates in an alert's labels and annotations are parsed as
+ * testTemplateParsing does (template.h).
+ *
+ * Known differences from 2.42: errors
  * about labels come in file order (2.42 walks a Go map: random order); an
  * alias (*x) stands for its anchor's node, so a yaml.Node field or a
  * groups entry written as an alias reports the anchor's position and text
@@ -50,6 +52,7 @@
 #include "promql/promql.h"
 #include "rules/rules.h"
 #include "rules/rules_int.h"
+#include "rules/template.h"
 
 #define RULES__MAX_ERRORS     1000 /* messages kept per file */
 #define RULES__MAX_TERRORS    1000 /* "line N:" entries kept per unmarshal error */
@@ -814,6 +817,36 @@ static void rule_err(vctx *v, int pos, const cfg_ynode *n, const cfg_ynode *alt,
     base_buf_free(&b);
 }
 
+/* 2.42's testTemplateParsing for one label or annotation of alert al:
+ * the text after the rule manager's variables, parsed as template
+ * "__alert_" + al; a failure is `label "k": template: ...`. */
+static void template_err(vctx *v, elist *errs, base_str al, const char *what, const rules_kv *e, int line) {
+    base_buf text = BASE_BUF_INIT, name = BASE_BUF_INIT;
+    base_buf_puts(&text, RULES_TMPL_PREFIX);
+    base_buf_puts(&text, e->value ? e->value : "");
+    base_buf_puts(&name, "__alert_");
+    base_buf_append(&name, al.p, al.n);
+    char err[1024];
+    rules_tmpl *t = NULL;
+    int rc = base_buf_err(&text) || base_buf_err(&name)
+                 ? BASE_E_NOMEM
+                 : rules_tmpl_parse(name.data, text.data, text.len, &t, err, sizeof err);
+    if (rc == BASE_E_NOMEM)
+        errs->nomem = 1;
+    else if (rc < 0) {
+        base_buf q = BASE_BUF_INIT;
+        quote(&q, e->name ? e->name : "", e->name ? strlen(e->name) : 0);
+        if (base_buf_err(&q))
+            errs->nomem = 1;
+        else
+            rule_err(v, 0, NULL, NULL, line, "%s %.*s: %s", what, (int)q.len, q.data, err);
+        base_buf_free(&q);
+    }
+    rules_tmpl_free(t);
+    base_buf_free(&text);
+    base_buf_free(&name);
+}
+
 /* Compiles each rule's expression (kept in exprs[] when valid) and
  * records every problem 2.42's Validate finds. */
 static void validate(const rawfile *f, const char *name, elist *errs, pq_expr ***exprs) {
@@ -884,6 +917,12 @@ static void validate(const rawfile *f, const char *name, elist *errs, pq_expr **
                 base_str an = base_str_c(r->annotations.v[k].name);
                 if (!labels_valid_label_name(an))
                     rule_err(&v, 0, NULL, NULL, r->line, "invalid annotation name: %.*s", (int)an.n, an.p);
+            }
+            if (al.n) { /* testTemplateParsing: labels, then annotations */
+                for (size_t k = 0; k < r->labels.n; k++)
+                    template_err(&v, errs, al, "label", &r->labels.v[k], r->line);
+                for (size_t k = 0; k < r->annotations.n; k++)
+                    template_err(&v, errs, al, "annotation", &r->annotations.v[k], r->line);
             }
         }
     }
