@@ -24,8 +24,9 @@
  *   r.yml: yaml: unmarshal errors:\n  line 3: field foo not found in type rulefmt.RuleGroup
  * (the second kind spans lines, one per problem, as 2.42's does).
  *
- * Templates in labels and annotations are stored as text; checking their
- * syntax belongs to the template engine (rules_tmpl_check, when it exists).
+ * Templates in labels and annotations are stored as text; an alert's are
+ * parsed while the file is checked (template.h), as rulefmt's
+ * testTemplateParsing does, and their errors are the file's.
  * Labels and annotations keep file order (2.42 holds Go maps, so the order
  * of its label errors varies from run to run).
  *
