@@ -86,8 +86,9 @@ typedef struct rules_tmpl_data {
 
 /* The variables 2.42's rule manager puts before every label and
  * annotation template (no newline: line numbers are the text's own). */
-#define RULES_TMPL_PREFIX                                                                                     \
-    "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := " \
+#define RULES_TMPL_PREFIX                                                                                    \
+    "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value "  \
+    ":= "                                                                                                    \
     ".Value}}"
 
 /* Parses text as 2.42 does for a rule (name: "__alert_" + alert name for

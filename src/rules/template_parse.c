@@ -1033,94 +1033,11 @@ static int hexval(int c) {
     return -1;
 }
 
-/* strconv.Unquote; errors are "invalid syntax". */
-static int unquote_raw(const char *s, size_t n, base_buf *out) {
-    char q = s[0];
-    if (n < 2 || s[n - 1] != q) return -1;
-    if (q == '`') {
-        for (size_t k = 1; k + 1 < n; k++)
-            if (s[k] != '\r') base_buf_putc(out, s[k]);
-        return 0;
-    }
-    size_t runes = 0;
-    for (size_t k = 1; k + 1 < n;) {
-        unsigned char c = (unsigned char)s[k];
-        if (c == q || c == '\n') return -1;
-        runes++;
-        if (c != '\\') {
-            base_buf_putc(out, (char)c);
-            k++;
-            continue;
-        }
-        if (k + 2 >= n) return -1;
-        char e = s[k + 1];
-        k += 2;
-        switch (e) {
-        case 'a': base_buf_putc(out, '\a'); break;
-        case 'b': base_buf_putc(out, '\b'); break;
-        case 'f': base_buf_putc(out, '\f'); break;
-        case 'n': base_buf_putc(out, '\n'); break;
-        case 'r': base_buf_putc(out, '\r'); break;
-        case 't': base_buf_putc(out, '\t'); break;
-        case 'v': base_buf_putc(out, '\v'); break;
-        case '\\': base_buf_putc(out, '\\'); break;
-        case '\'':
-        case '"':
-            if (e != q) return -1;
-            base_buf_putc(out, e);
-            break;
-        case 'x':
-        case 'u':
-        case 'U': {
-            size_t w = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-            if (k + w >= n) return -1;
-            uint32_t v = 0;
-            for (size_t j = 0; j < w; j++) {
-                int h = hexval((unsigned char)s[k + j]);
-                if (h < 0) return -1;
-                v = v * 16 + (uint32_t)h;
-            }
-            k += w;
-            if (e == 'x') {
-                base_buf_putc(out, (char)v);
-            } else {
-                if (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000)) return -1;
-                unsigned char enc[4];
-                size_t el = base_utf8_encode(v, enc);
-                base_buf_append(out, enc, el);
-            }
-            break;
-        }
-        case '0':
-        case '1':
-        case '2':
-        case '3':
-        case '4':
-        case '5':
-        case '6':
-        case '7': {
-            if (k + 2 >= n) return -1;
-            int v = e - '0';
-            for (int j = 0; j < 2; j++) {
-                char d = s[k + j];
-                if (d < '0' || d > '7') return -1;
-                v = v * 8 + (d - '0');
-            }
-            if (v > 255) return -1;
-            k += 2;
-            base_buf_putc(out, (char)v);
-            break;
-        }
-        default: return -1;
-        }
-    }
-    if (q == '\'' && runes != 1) return -1;
-    return 0;
-}
-
 static int unquote(parser *p, const item *it, char **ret, size_t *ret_n) {
     base_buf b = BASE_BUF_INIT;
-    if (unquote_raw(it->v, it->n, &b)) {
+    /* strconv.Unquote of a "..." or `...` literal; errors are "invalid syntax" */
+    int urc = base_go_unquote(it->v, it->n, BASE_UNQUOTE_RAW_DROP_CR, &b);
+    if (urc == BASE_E_PARSE) {
         base_buf_free(&b);
         perrorf(p, "invalid syntax");
         return -1;
@@ -1179,16 +1096,85 @@ static int contains_any(const char *s, size_t n, const char *set) {
     return 0;
 }
 
+/* A character constant 'c' as text/template reads it: strconv.UnquoteChar
+ * over what follows the first quote (-1: its ErrSyntax), which must leave
+ * exactly the closing quote (-2: "malformed character constant"). */
+static int char_const(const char *text, size_t len, uint32_t *ret) {
+    const unsigned char *s = (const unsigned char *)text + 1;
+    size_t n = len ? len - 1 : 0, used;
+    if (n == 0 || s[0] == '\'') return -1;
+    uint32_t v;
+    if (s[0] >= 0x80) {
+        used = base_utf8_decode(s, n, &v);
+        if (used == 0) v = 0xFFFD, used = 1; /* utf8.RuneError, one byte */
+    } else if (s[0] != '\\') {
+        v = s[0];
+        used = 1;
+    } else {
+        if (n < 2) return -1;
+        unsigned char c = s[1];
+        used = 2;
+        switch (c) {
+        case 'a': v = '\a'; break;
+        case 'b': v = '\b'; break;
+        case 'f': v = '\f'; break;
+        case 'n': v = '\n'; break;
+        case 'r': v = '\r'; break;
+        case 't': v = '\t'; break;
+        case 'v': v = '\v'; break;
+        case '\\': v = '\\'; break;
+        case '\'': v = '\''; break;
+        case 'x':
+        case 'u':
+        case 'U': {
+            size_t w = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+            if (n < 2 + w) return -1;
+            v = 0;
+            for (size_t j = 0; j < w; j++) {
+                int h = hexval(s[2 + j]);
+                if (h < 0) return -1;
+                v = v << 4 | (uint32_t)h;
+            }
+            used += w;
+            if (c != 'x' && (v > 0x10FFFF || (v >= 0xD800 && v < 0xE000))) return -1;
+            break;
+        }
+        case '0':
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7':
+            if (n < 4) return -1;
+            v = (uint32_t)(c - '0');
+            for (size_t j = 2; j < 4; j++) {
+                if (s[j] < '0' || s[j] > '7') return -1;
+                v = v << 3 | (uint32_t)(s[j] - '0');
+            }
+            if (v > 255) return -1;
+            used = 4;
+            break;
+        default: return -1; /* \" included: only in double quotes */
+        }
+    }
+    if (n - used != 1 || s[used] != '\'') return -2;
+    *ret = v;
+    return 0;
+}
+
 static int parse_number(parser *p, tt_node *n, const item *it) {
     const char *s = it->v;
     size_t len = it->n;
     if (it->t == I_CHARCONST) {
-        base_buf b = BASE_BUF_INIT;
-        int bad = unquote_raw(s, len, &b);
         uint32_t r = 0;
-        if (!bad && b.len) base_utf8_decode((const unsigned char *)b.data, b.len, &r);
-        base_buf_free(&b);
-        if (bad) {
+        int rc = char_const(s, len, &r);
+        if (rc == -1) {
+            perrorf(p, "invalid syntax");
+            return -1;
+        }
+        if (rc == -2) {
             perrorf(p, "malformed character constant: %.*s", (int)len, s);
             return -1;
         }

@@ -154,6 +154,7 @@ static void test_text_and_trim(void **state) {
 
 static void test_literals(void **state) {
     (void)state;
+    OK("{{ '\\x41' }} {{ '\\u00e9' }} {{ '\\101' }} {{ '\\'' }} {{ '\xc3\xa9' }}", "65 233 65 39 233");
     OK("{{ 1 }} {{ -3 }} {{ 1.5 }} {{ 1e3 }} {{ 0x1F }} {{ 017 }} {{ 0b101 }} {{ 'a' }} {{ '\\n' }}",
        "1 -3 1.5 1000 31 15 5 97 10");
     OK("{{ true }} {{ false }}", "true false");
@@ -403,6 +404,8 @@ static void test_parse_errors(void **state) {
     check_perr("{{ if true }}{{ $y := 2 }}{{ end }}{{ $y }}", "template: t:1: undefined variable \"$y\"");
     check_perr("{{ 99999999999999999999 }}", "template: t:1: integer overflow: \"99999999999999999999\"");
     check_perr("{{ 'ab' }}", "template: t:1: malformed character constant: 'ab'");
+    check_perr("{{ '\\q' }}", "template: t:1: invalid syntax");
+    check_perr("{{ '\\\"' }}", "template: t:1: invalid syntax");
     check_perr("{{ \"\\q\" }}", "template: t:1: invalid syntax");
     check_perr("{{ if 1 }}{{ else }}{{ else }}{{ end }}", "template: t:1: expected end; found {{else}}");
     check_perr("{{ a# }}", "template: t:1: bad character U+0023 '#'");
