@@ -99,12 +99,17 @@ static void write_series(base_buf *b, const promql_result *r, size_t i, ts_cache
     base_buf_puts(b, vec ? "}" : "]}");
 }
 
+/* Does the answer hold at least min points? (Counts no further.) */
+static int points_at_least(const promql_result *r, size_t min) {
+    size_t pts = 0;
+    for (size_t i = 0; i < r->nseries && pts < min; i++) pts += r->series[i].n;
+    return pts >= min;
+}
+
 /* A timestamp cache when the answer is worth one (NULL otherwise, or
  * when out of memory: the text is then computed point by point). */
 static ts_cache *ts_cache_for(const promql_result *r) {
-    size_t pts = 0;
-    for (size_t i = 0; i < r->nseries && pts < 4096; i++) pts += r->series[i].n;
-    return pts >= 4096 ? calloc(1, sizeof(ts_cache)) : NULL;
+    return points_at_least(r, 4096) ? calloc(1, sizeof(ts_cache)) : NULL;
 }
 
 static void write_result(base_buf *b, const promql_result *r) {
@@ -209,9 +214,7 @@ static int stream_worth(const api_ctx *c, const promql_result *r) {
     size_t min = STREAM_MIN_POINTS;
     const char *env = getenv("KELVIN_API_STREAM_MIN_POINTS");
     if (env) min = (size_t)strtoull(env, NULL, 10);
-    size_t pts = 0;
-    for (size_t i = 0; i < r->nseries && pts < min; i++) pts += r->series[i].n;
-    return pts >= min;
+    return points_at_least(r, min);
 }
 
 static long stream_fill(void *arg, char *buf, size_t max) {

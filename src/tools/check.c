@@ -499,52 +499,52 @@ static int lint_flag(int argc, char **argv, int *i, const char **val, int *fatal
 static int check_rules(int argc, char **argv) {
     const char *lintval = "duplicate-rules";
     int fatal = 0, nfiles = 0, dashdash = 0;
+    const char **files = calloc((size_t)argc, sizeof *files); /* the file arguments, in order */
+    if (!files) return 2;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int lf;
         if (dashdash || a[0] != '-' || !a[1]) {
             int rc = existing_file("rules", a);
-            if (rc) return rc;
-            nfiles++;
+            if (rc) {
+                free(files);
+                return rc;
+            }
+            files[nfiles++] = a;
         } else if (strcmp(a, "--") == 0) {
             dashdash = 1;
         } else if ((lf = lint_flag(argc, argv, &i, &lintval, &fatal)) != 0) {
             if (lf < 0) {
                 fprintf(stderr,
                         "kelvin check rules: error: expected argument for flag '--lint', try --help\n");
+                free(files);
                 return 2;
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage_rules(stdout);
+            free(files);
             return 0;
         } else {
             fprintf(stderr, "kelvin check rules: error: unknown long flag '%s', try --help\n", a);
+            free(files);
             return 2;
         }
     }
     if (nfiles == 0) {
         fprintf(stderr,
                 "kelvin check rules: error: required argument 'rule-files' not provided, try --help\n");
+        free(files);
         return 2;
     }
     lint l;
     lint_parse(lintval, fatal, &l);
     int errors = 0, lint_found = 0;
-    dashdash = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (!dashdash && strcmp(a, "--") == 0) {
-            dashdash = 1;
-            continue;
-        }
-        if (!dashdash && a[0] == '-' && a[1]) {
-            if (strcmp(a, "--lint") == 0) i++;
-            continue;
-        }
-        int r = check_rule_file(a, &l, "");
+    for (int i = 0; i < nfiles; i++) {
+        int r = check_rule_file(files[i], &l, "");
         errors |= r == 2;
         lint_found |= r == 1;
     }
+    free(files);
     return exit_status(errors, lint_found, &l);
 }
 
@@ -621,11 +621,13 @@ int tools_check_main(int argc, char **argv) {
     }
     const char *lintval = "duplicate-rules";
     int syntax_only = 0, nfiles = 0, dashdash = 0, fatal = 0;
+    const char **files = calloc((size_t)argc, sizeof *files); /* the file arguments, in order */
+    if (!files) return 2;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         int lf;
         if (dashdash || a[0] != '-' || !a[1]) {
-            nfiles++;
+            files[nfiles++] = a;
         } else if (strcmp(a, "--") == 0) {
             dashdash = 1;
         } else if (strcmp(a, "--syntax-only") == 0) {
@@ -633,34 +635,29 @@ int tools_check_main(int argc, char **argv) {
         } else if ((lf = lint_flag(argc, argv, &i, &lintval, &fatal)) != 0) {
             if (lf < 0) {
                 fprintf(stderr, "kelvin check config: expected argument for flag '--lint', try --help\n");
+                free(files);
                 return 2;
             }
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
+            free(files);
             return 0;
         } else {
             fprintf(stderr, "kelvin check config: unknown flag %s, try --help\n", a);
+            free(files);
             return 2;
         }
     }
     if (nfiles == 0) {
         fprintf(stderr, "kelvin check config: required argument 'config-files' not provided, try --help\n");
+        free(files);
         return 2;
     }
     lint l;
     lint_parse(lintval, fatal, &l);
     int errors = 0, lint_found = 0;
-    dashdash = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *f = argv[i];
-        if (!dashdash && strcmp(f, "--") == 0) {
-            dashdash = 1;
-            continue;
-        }
-        if (!dashdash && f[0] == '-' && f[1]) {
-            if (strcmp(f, "--lint") == 0) i++;
-            continue;
-        }
+    for (int fi = 0; fi < nfiles; fi++) {
+        const char *f = files[fi];
         printf("Checking %s\n", f);
         fflush(stdout);
         char why[4096] = "";
@@ -684,5 +681,6 @@ int tools_check_main(int argc, char **argv) {
         free(rules);
         fflush(stdout);
     }
+    free(files);
     return exit_status(errors, lint_found, &l);
 }

@@ -21,24 +21,11 @@ mismatch.
 """
 import glob
 import os
-import subprocess
 import sys
 
 
-def run(argv, cwd):
-    try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        return 124, "", "timed out"
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-
-
-def marker(path, name):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f.read().splitlines()[:5]:
-            if line.startswith("# " + name + ":"):
-                return line.split(":", 1)[1].strip()
-    return None
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from kelvintest import fixture_marker as marker, run_capture as run  # noqa: E402
 
 
 def main():

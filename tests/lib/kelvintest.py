@@ -176,3 +176,22 @@ class Failures:
             sys.exit(1)
         print(f"{name}: ok")
         sys.exit(0)
+
+
+def run_capture(argv, cwd=None, timeout=60):
+    """Runs a command to its end: (exit status, stdout, stderr) as text;
+    124 and "timed out" when it outlives timeout seconds."""
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out"
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def fixture_marker(path, name):
+    """The text of a fixture's `# NAME: text` line among its first five, or None."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f.read().splitlines()[:5]:
+            if line.startswith("# " + name + ":"):
+                return line.split(":", 1)[1].strip()
+    return None
