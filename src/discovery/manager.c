@@ -61,11 +61,11 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "discovery/discovery_int.h"
+#include "discovery/httpc.h"
 
 #define EVENT_DELAY_NS  (20 * 1000000LL)
 #define MAX_WAIT_MS     1000
 #define HTTP_TIMEOUT_MS 30000
-#define CRED_FILE_MAX   65536
 
 /* ------------------------------------------------------------------ */
 /* Types                                                              */
@@ -861,33 +861,6 @@ static size_t http_write(char *ptr, size_t size, size_t nmemb, void *ud) {
     return n;
 }
 
-/* A credentials file's content without surrounding blanks. */
-static int read_cred(const char *path, base_buf *out, char *err, size_t errlen) {
-    char *b = NULL;
-    size_t n = 0;
-    int rc = read_file(path, &b, &n, err, errlen);
-    if (rc) return rc;
-    if (n > CRED_FILE_MAX) {
-        free(b);
-        return base_errf(err, errlen, BASE_E_LIMIT, "%s: too large", path);
-    }
-    size_t s = 0;
-    while (s < n && strchr(" \t\r\n\v\f", b[s])) s++;
-    while (n > s && strchr(" \t\r\n\v\f", b[n - 1])) n--;
-    base_buf_append(out, b + s, n - s);
-    free(b);
-    return base_buf_err(out);
-}
-
-static long tls_version(const char *v) {
-    if (!v || !v[0]) return CURL_SSLVERSION_DEFAULT;
-    if (!strcmp(v, "TLS10")) return CURL_SSLVERSION_TLSv1_0;
-    if (!strcmp(v, "TLS11")) return CURL_SSLVERSION_TLSv1_1;
-    if (!strcmp(v, "TLS12")) return CURL_SSLVERSION_TLSv1_2;
-    if (!strcmp(v, "TLS13")) return CURL_SSLVERSION_TLSv1_3;
-    return CURL_SSLVERSION_DEFAULT;
-}
-
 static int http_setup(prov *p, char *err, size_t errlen) {
     if (!p->easy) {
         p->easy = curl_easy_init();
@@ -910,20 +883,6 @@ static int http_setup(prov *p, char *err, size_t errlen) {
     if (tmo > HTTP_TIMEOUT_MS || tmo <= 0) tmo = HTTP_TIMEOUT_MS;
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, tmo < 10000 ? tmo : 10000L);
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, h->follow_redirects ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     h->enable_http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
-    if (h->proxy_url && h->proxy_url[0]) curl_easy_setopt(e, CURLOPT_PROXY, h->proxy_url);
-    if (h->tls.ca_file && h->tls.ca_file[0]) curl_easy_setopt(e, CURLOPT_CAINFO, h->tls.ca_file);
-    if (h->tls.cert_file && h->tls.cert_file[0]) curl_easy_setopt(e, CURLOPT_SSLCERT, h->tls.cert_file);
-    if (h->tls.key_file && h->tls.key_file[0]) curl_easy_setopt(e, CURLOPT_SSLKEY, h->tls.key_file);
-    if (h->tls.insecure_skip_verify) {
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    curl_easy_setopt(e, CURLOPT_SSLVERSION, tls_version(h->tls.min_version));
-
     curl_slist_free_all(p->hdrs);
     p->hdrs = NULL;
     base_buf hb;
@@ -941,32 +900,8 @@ static int http_setup(prov *p, char *err, size_t errlen) {
         base_buf_puts(&hb, fb);
     }
     if (l && !base_buf_err(&hb)) l = curl_slist_append(l, hb.data);
-    if (h->has_authorization) {
-        base_buf_reset(&hb);
-        base_buf_puts(&hb, "Authorization: ");
-        base_buf_puts(&hb, h->auth_type && h->auth_type[0] ? h->auth_type : "Bearer");
-        base_buf_putc(&hb, ' ');
-        if (h->auth_credentials_file && h->auth_credentials_file[0])
-            rc = read_cred(h->auth_credentials_file, &hb, err, errlen);
-        else if (h->auth_credentials)
-            base_buf_puts(&hb, h->auth_credentials);
-        if (!rc && l && !base_buf_err(&hb)) l = curl_slist_append(l, hb.data);
-    }
-    if (!rc && h->has_basic_auth) {
-        base_buf pw;
-        base_buf_init(&pw, 0);
-        if (h->basic_auth_password_file && h->basic_auth_password_file[0])
-            rc = read_cred(h->basic_auth_password_file, &pw, err, errlen);
-        else if (h->basic_auth_password)
-            base_buf_puts(&pw, h->basic_auth_password);
-        if (!rc) {
-            curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-            curl_easy_setopt(e, CURLOPT_USERNAME, h->basic_auth_username ? h->basic_auth_username : "");
-            curl_easy_setopt(e, CURLOPT_PASSWORD, pw.data ? pw.data : "");
-        }
-        base_buf_free(&pw);
-    }
     base_buf_free(&hb);
+    if (l) rc = disc_httpc_apply(e, h, &l, err, errlen);
     if (!l) {
         if (!rc) rc = base_errf(err, errlen, BASE_E_NOMEM, "out of memory");
     }
