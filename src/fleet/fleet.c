@@ -1,4 +1,5 @@
-/* fleet.c -- `kelvin sim fleet`: flags, the node table, the body cache, HTTP
+/* fleet.c -- `kelvin sim fleet` (and the dispatch to `kelvin sim history`,
+ * history.c): flags, the node table, the body cache, HTTP
  * routes, the file_sd file, lifecycle.
  *
  * Each node (fnode) is a simulated GPU node (fleet_gpu.c) plus a
@@ -42,6 +43,7 @@
 #include "base/time.h"
 #include "expo/expo.h"
 #include "fleet/fleet_int.h"
+#include "fleet/history_int.h"
 #include "http/http.h"
 
 #define FLEET_MAX_NODES 10000
@@ -479,11 +481,18 @@ int fleet_sim_main(int argc, char **argv) {
     };
     const size_t nflags = sizeof flags / sizeof flags[0];
     int ret;
+    if (argc >= 2 && strcmp(argv[1], "history") == 0) {
+        ret = fleet__history_main(argc - 1, argv + 1);
+        goto out;
+    }
     if (argc < 2 || strcmp(argv[1], "fleet") != 0) {
         int help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
         FILE *out = help ? stdout : stderr;
-        fprintf(out, "usage: kelvin sim fleet [flags]\n\nSubcommands:\n  fleet  %s\n",
-                "serve many simulated GPU nodes for load tests (see kelvin sim fleet --help)");
+        fprintf(out,
+                "usage: kelvin sim fleet|history [flags]\n\nSubcommands:\n  fleet    %s\n  history  %s\n",
+                "serve many simulated GPU nodes for load tests (see kelvin sim fleet --help)",
+                "write a failure scenario's simulated telemetry into storage blocks, days in seconds (see "
+                "kelvin sim history --help)");
         ret = help ? 0 : 2;
         goto out;
     }

@@ -28,6 +28,15 @@ void sim_config_init(sim_config *cfg) {
     cfg->fault_gpu = 0;
     cfg->onset_s = 60.0;
     cfg->lost_after_s = 300.0;
+    cfg->cool_ramp_s = 600.0;
+    cfg->cool_ramp_to = 0.6;
+    cfg->cool_fan_after_s = 900.0;
+    cfg->cool_fan_to = 0.3;
+    cfg->leak_rate_bps = 0.0;
+    cfg->ecc_rate0 = 0.05;
+    cfg->ecc_doubling_s = 300.0;
+    cfg->ecc_dbe_after_s = 1800.0;
+    cfg->max_substep_s = 0.0;
 }
 
 /* Case-insensitive match that treats '_' and '-' alike. */

@@ -388,6 +388,10 @@ int sim_node_new(const sim_config *cfg, sim_node **ret, char *err, size_t errlen
         err_set(err, errlen, "bad scenario, workload or times");
         return BASE_E_INVAL;
     }
+    if (!sim__timeline_ok(cfg)) {
+        err_set(err, errlen, "bad scenario timeline parameters");
+        return BASE_E_INVAL;
+    }
     const sim_model *m = cfg->model;
     for (unsigned g = 0; g < cfg->gpu_count; g++) {
         const sim_mig_layout *l = &cfg->mig[g];
@@ -459,8 +463,9 @@ void sim_node_free(sim_node *n) {
 
 int sim_node_step(sim_node *n, double t) {
     if (!n || !isfinite(t)) return BASE_E_INVAL;
+    double sub = n->cfg.max_substep_s > 0 ? n->cfg.max_substep_s : SIM_SUBSTEP_S;
     while (n->t < t) {
-        double t0 = n->t, t1 = t - t0 > SIM_SUBSTEP_S ? t0 + SIM_SUBSTEP_S : t;
+        double t0 = n->t, t1 = t - t0 > sub ? t0 + sub : t;
         for (unsigned g = 0; g < n->cfg.gpu_count; g++) {
             const sim_config *c = &n->cfg;
             if (c->scenario == SIM_SCENARIO_FELL_OFF_BUS && g == c->fault_gpu && t0 < c->lost_after_s &&

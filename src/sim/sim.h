@@ -7,7 +7,8 @@
  * Design. A node (sim_node) is a config (GPU model, count, scenario, seed,
  * MIG layout) plus one sim_gpu_state per GPU. sim_node_step(node, t) moves
  * the node from its current model time to t (seconds since the node was
- * created, "model time"), in sub-steps of at most SIM_SUBSTEP_S:
+ * created, "model time"), in sub-steps of at most SIM_SUBSTEP_S (or the
+ * config's max_substep_s):
  *
  *   workload (utilisation, activity) -> clocks under the power cap and the
  *   thermal controller -> power -> temperatures (first-order lags with exact
@@ -25,22 +26,28 @@
  * Time scale: the model runs in model seconds. A caller that wants slow
  * failures to unfold in minutes maps wall time to model time with a factor
  * (the NVML shim: model time = monotonic time since nvmlInit x
- * KELVIN_SIM_TIME_SCALE). Default scenario timelines (model seconds):
- *   cooling-failure  onset; cooling degrades to 60% over 600 s, a second fan
- *                    fails at onset+900 s (to 30%); inlet +12 C.
+ * KELVIN_SIM_TIME_SCALE). Default scenario timelines (model seconds; the
+ * sim_config field that stretches each is in brackets):
+ *   cooling-failure  onset; cooling degrades to 60% [cool_ramp_to] over
+ *                    600 s [cool_ramp_s], a second fan fails at onset+900 s
+ *                    [cool_fan_after_s] (to 30% [cool_fan_to]); inlet +12 C
+ *                    over the ramp.
  *   memory-leak      onset; the leaking process reaches the memory limit
- *                    1800 s later, is OOM-killed, restarts 60 s later, leaks
- *                    again.
+ *                    1800 s later [leak_rate_bps], is OOM-killed, restarts
+ *                    60 s later, leaks again.
  *   xid-storm        a burst of 5-20 XIDs within 10 s every 240 s from onset
  *                    (mostly 13/31/43, some 74 with NVLink errors, rarely
  *                    48/63/64/79; events only: no ECC counts, no loss).
- *   ecc-degradation  correctable errors from onset, doubling every 300 s;
- *                    rows remapped per 500 of them; one uncorrectable error
- *                    (XID 48 then 63, pending retirement/remap) at onset+1800.
+ *   ecc-degradation  correctable errors from onset, 0.05/s [ecc_rate0]
+ *                    doubling every 300 s [ecc_doubling_s]; rows remapped
+ *                    per 500 of them; one uncorrectable error (XID 48 then
+ *                    63, pending retirement/remap) at onset+1800
+ *                    [ecc_dbe_after_s].
  *   fell-off-bus     PCIe replays climb for 120 s, then XID 79 and the GPU
  *                    is lost at lost_after_s.
  * The faulty GPU is cfg.fault_gpu (cooling-failure also warms the whole
- * node's inlet a little).
+ * node's inlet a little). sim_scenario_failure_at() gives the closed-form
+ * failure times.
  *
  * Invariants:
  *  - Model time never goes backwards; stepping to an earlier time is a no-op.
@@ -183,11 +190,44 @@ typedef struct sim_config {
     double onset_s;      /* model time the failure starts (default 60) */
     double lost_after_s; /* fell-off-bus: model time of the loss (default 300) */
     sim_mig_layout mig[SIM_MAX_GPUS];
+
+    /* Timeline parameters (seconds are model seconds). The defaults are the
+     * minutes-long timelines above; a history generator stretches them to
+     * days. sim_node_new() checks them. */
+    double cool_ramp_s;      /* cooling-failure: cooling falls linearly over this (600) */
+    double cool_ramp_to;     /* ... from 1 to this capacity (0.6), in (0, 1] */
+    double cool_fan_after_s; /* a second fan fails this long after onset (900); < 0: never */
+    double cool_fan_to;      /* ... leaving this capacity (0.3), in (0, 1] */
+    double leak_rate_bps;    /* memory-leak: bytes per second; 0: the headroom in 1800 s */
+    double ecc_rate0;        /* ecc-degradation: correctable errors per second at onset (0.05) */
+    double ecc_doubling_s;   /* ... their rate doubles every this (300), > 0 */
+    double ecc_dbe_after_s;  /* ... the uncorrectable error this long after onset (1800) */
+    /* Largest integration step (0: SIM_SUBSTEP_S; at most 60 s). Longer
+     * steps trade some fidelity of fast transients (the thermal
+     * controller's overshoot) for speed when simulating weeks. */
+    double max_substep_s;
 } sim_config;
 
 /* Defaults: H100 x8, driver 550.54.15, healthy, training, seed 1, fault GPU
- * 0, onset 60 s, loss at 300 s, no MIG. */
+ * 0, onset 60 s, loss at 300 s, no MIG, and the timeline parameters' values
+ * given with them above. */
 void sim_config_init(sim_config *cfg);
+
+/* The model time of the scenario's defining failure on cfg->fault_gpu,
+ * where it is a closed form of the config:
+ *   memory-leak      the leaking process has used all the memory it can
+ *                    and is OOM-killed: onset + headroom / rate, headroom
+ *                    being 45% of the usable memory (of MIG instance 0
+ *                    when the GPU is in MIG mode);
+ *   ecc-degradation  the uncorrectable error: onset + ecc_dbe_after_s;
+ *   fell-off-bus     the loss: lost_after_s;
+ *   xid-storm        the first XID of the first burst.
+ * 0 and *ret_t; BASE_E_NOTFOUND for healthy, for cooling-failure (when the
+ * memory reaches its limit depends on the thermal state: step a node and
+ * watch it) and when the scenario cannot fail (a leak into a GPU in MIG
+ * mode without instances, a zero leak rate on a model without ECC...);
+ * BASE_E_INVAL for a config sim_node_new() would refuse. */
+int sim_scenario_failure_at(const sim_config *cfg, double *ret_t);
 /* Parses a MIG layout: "GPU:PROFILE,PROFILE,...[;GPU:...]" where GPU is an
  * index or "*" (every GPU), e.g. "0:3g.40gb,2g.20gb,1g.10gb;2:7g.80gb";
  * "1:" turns MIG mode on for GPU 1 with no instances created.

@@ -10,6 +10,7 @@
 #define KELVIN_SIM_SIM_INT_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -100,6 +101,8 @@ typedef struct sim__env {
 
 #pragma GCC visibility push(hidden)
 
+/* Whether cfg's timeline parameters are usable (finite, in range). */
+bool sim__timeline_ok(const sim_config *cfg);
 /* Cooling and inlet modifiers for GPU g at model time t. */
 sim__env sim__scenario_env(const sim_node *n, unsigned g, double t);
 /* Applies the scenario's discrete effects (ECC, XIDs, leak, loss, bus
