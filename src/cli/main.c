@@ -22,7 +22,9 @@ static const command commands[] = {
     {"server", server_main, "scrape a prometheus.yml's targets, store the samples, serve the API"},
     {"check", tools_check_main, "promtool's checks: check config|rules|web-config FILE..."},
     {"query", tools_query_main, "PromQL against a server's API, as promtool query: query [range] EXPR"},
+    {"test", tools_test_main, "promtool's rule unit tests: test rules FILE..."},
     {"tsdb", tools_tsdb_main, "promtool's tsdb tools for Kelvin's blocks: backfill, dump, analyze, list"},
+    {"rules", tools_rules_main, "rules backtest: which alerts would have fired over stored history"},
     {"sim", fleet_sim_main, "simulators for demos, tests and benchmarks: sim fleet (many GPU nodes)"},
 };
 

@@ -105,6 +105,12 @@ typedef struct rules_gstate {
     int restored;
 } rules_gstate;
 
+/* One sample of an instant vector, for rules_env.query. */
+typedef struct rules_sample {
+    const labels_set *ls;
+    double v;
+} rules_sample;
+
 /* What a round reads and where its results go. */
 typedef struct rules_env {
     promql_engine *engine;             /* rule queries and the templates' query() */
@@ -114,7 +120,16 @@ typedef struct rules_env {
     int64_t resend_delay_ms;           /* --rules.alert.resend-delay, 1m */
     int64_t outage_tolerance_ms;       /* --rules.alert.for-outage-tolerance, 1h */
     int64_t for_grace_period_ms;       /* --rules.alert.for-grace-period, 10m */
+    /* Answers a rule's own query in place of the engine (may be NULL; the
+     * backtest serves precomputed range results through it): 0 and the
+     * instant vector at ts in *ret (n samples, the hook's own memory, read
+     * before its next call; a scalar is one sample without labels), 1 to
+     * let the engine answer, < 0 an error. Templates' query() always goes
+     * to the engine. */
+    int (*query)(void *ctx, const pq_expr *x, int64_t ts, const rules_sample **ret, size_t *ret_n);
+    void *query_ctx;
 } rules_env;
+
 void rules_env_default(rules_env *env); /* zero + the three durations' defaults */
 
 /* An alert as handed to the notifier (2.42's notifier.Alert). */

@@ -1,7 +1,7 @@
-/* api_status.c -- the API's status, target, metadata, rule and admin
- * endpoints (Prometheus 2.42's api.serve*, targets, targetMetadata,
- * metricMetadata, rules, alerts, alertmanagers, deleteSeries,
- * cleanTombstones, snapshot).
+/* api_status.c -- the API's status, target, metadata and admin endpoints
+ * (Prometheus 2.42's api.serve*, targets, targetMetadata, metricMetadata,
+ * deleteSeries, cleanTombstones, snapshot; rules, alerts and
+ * alertmanagers are in api_rules.c).
  *
  * SHAPES (2.42's field names and order):
  *   status/flags        every flag of `kelvin server` by name, values as
@@ -24,8 +24,6 @@
  *                       MaxInt64/MinInt64 without blocks, as 2.42 does.
  *                       chunkCount: the head's closed chunks plus one open
  *                       chunk per series (2.42 counts its open chunks too).
- *   rules, alerts, alertmanagers: empty (Kelvin has no rules and no
- *                       notifier yet), in 2.42's shapes.
  *   admin endpoints     without --web.enable-admin-api: 500
  *                       {"errorType":"unavailable","error":"admin APIs
  *                       disabled"}. delete_series: 204 on success.
@@ -211,8 +209,7 @@ void server__api_status_flags(api_ctx *c) {
     server__api_end(c, &b);
 }
 
-/* Go's time.Time JSON (RFC 3339, fraction without trailing zeros), UTC. */
-static void json_time(base_buf *b, int64_t sec, int64_t nsec) {
+void server__json_time(base_buf *b, int64_t sec, int64_t nsec) {
     time_t t = (time_t)sec;
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -249,12 +246,12 @@ void server__api_status_runtimeinfo(api_ctx *c) {
     base_buf_init(&b, 0);
     server__api_begin(&b);
     base_buf_puts(&b, "{\"startTime\":");
-    json_time(&b, s->start_sec, s->start_nsec);
+    server__json_time(&b, s->start_sec, s->start_nsec);
     base_buf_puts(&b, ",\"CWD\":");
     base_buf_json_str(&b, s->cwd, strlen(s->cwd));
     base_buf_puts(&b, s->reload_ok ? ",\"reloadConfigSuccess\":true" : ",\"reloadConfigSuccess\":false");
     base_buf_puts(&b, ",\"lastConfigTime\":");
-    json_time(&b, s->reload_success_ms / 1000, 0);
+    server__json_time(&b, s->reload_success_ms / 1000, 0);
     base_buf_printf(&b, ",\"corruptionCount\":%llu,\"goroutineCount\":%ld,\"GOMAXPROCS\":%ld,\"GOGC\":",
                     (unsigned long long)s->wal_corruptions, threads_now(), sysconf(_SC_NPROCESSORS_ONLN));
     const char *gogc = getenv("GOGC"), *godebug = getenv("GODEBUG");
@@ -321,46 +318,6 @@ void server__api_status_walreplay(api_ctx *c) {
     server__api_begin(&b);
     base_buf_puts(&b, "{\"min\":0,\"max\":0,\"current\":0}");
     server__api_end(c, &b);
-}
-
-/* ---- rules and alerts: none yet --------------------------------------------- */
-
-static void constant(api_ctx *c, const char *data) {
-    base_buf b;
-    base_buf_init(&b, 0);
-    server__api_begin(&b);
-    base_buf_puts(&b, data);
-    server__api_end(c, &b);
-}
-
-void server__api_rules(api_ctx *c) {
-    base_str typ = http_form_get(&c->form, "type");
-    base_buf low;
-    base_buf_init(&low, 0);
-    for (size_t i = 0; i < typ.n; i++) /* strings.ToLower (ASCII) */
-        base_buf_putc(&low, (char)(typ.p[i] >= 'A' && typ.p[i] <= 'Z' ? typ.p[i] + 32 : typ.p[i]));
-    base_str t = {low.data ? low.data : "", low.len};
-    if (t.n && !base_str_eqc(t, "alert") && !base_str_eqc(t, "record")) {
-        base_buf q;
-        base_buf_init(&q, 0);
-        server__quote(&q, t.p, t.n);
-        char msg[600];
-        snprintf(msg, sizeof msg, "not supported value %s", q.err ? "\"\"" : q.data);
-        base_buf_free(&q);
-        base_buf_free(&low);
-        server__api_invalid_param(c, "type", msg);
-        return;
-    }
-    base_buf_free(&low);
-    constant(c, "{\"groups\":[]}");
-}
-
-void server__api_alerts(api_ctx *c) {
-    constant(c, "{\"alerts\":[]}");
-}
-
-void server__api_alertmanagers(api_ctx *c) {
-    constant(c, "{\"activeAlertmanagers\":[],\"droppedAlertmanagers\":[]}");
 }
 
 /* ---- admin ----------------------------------------------------------------------- */

@@ -22,6 +22,9 @@
 #include "base/num.h"
 #include "base/time.h"
 #include "expo/expo.h"
+#include "labels/labels.h"
+#include "notify/notify.h"
+#include "rules/manager.h"
 #include "server/server_int.h"
 
 static const char landing[] =
@@ -143,6 +146,123 @@ static void engine_metrics(server *s, expo_mset *ms) {
         NULL, (double)es.block_cache_bytes);
 }
 
+/* 2.42's rule group metrics, labelled rule_group="FILE;NAME". */
+typedef struct rule_metrics {
+    expo_mset *ms;
+    expo_family *f[9];
+    double eval_sum, eval_count, round_sum, round_count;
+} rule_metrics;
+
+static void rule_group_metrics(void *ctx, rules_gstate *gs, const rules_group_stats *st) {
+    rule_metrics *rm = ctx;
+    base_buf l;
+    base_buf_init(&l, 0);
+    base_buf_puts(&l, "rule_group=");
+    labels_quote(&l, base_str_c(st->key));
+    const char *lab = l.err ? NULL : expo_mset_strdup(rm->ms, l.data);
+    base_buf_free(&l);
+    if (!lab) return;
+    pthread_mutex_lock(&gs->mu);
+    uint64_t evals = 0, failures = 0;
+    for (size_t i = 0; i < gs->nrules; i++) evals += gs->rules[i].evals, failures += gs->rules[i].failures;
+    double v[9] = {(double)evals,
+                   (double)failures,
+                   (double)st->iterations,
+                   (double)st->missed,
+                   (double)gs->interval_ms / 1e3,
+                   (double)gs->last_eval_ms / 1e3,
+                   (double)gs->eval_ns / 1e9,
+                   (double)gs->nrules,
+                   (double)st->last_samples};
+    pthread_mutex_unlock(&gs->mu);
+    for (int i = 0; i < 9; i++) expo_mset_add(rm->ms, rm->f[i], "", lab, NULL, v[i]);
+    rm->eval_sum += st->rule_sum_s;
+    rm->eval_count += (double)st->rule_count;
+    rm->round_sum += st->round_sum_s;
+    rm->round_count += (double)st->round_count;
+}
+
+static void rules_metrics(server *s, expo_mset *ms) {
+    static const struct {
+        const char *name, *help;
+        expo_type t;
+    } fam[9] = {
+        {"prometheus_rule_evaluations_total", "The total number of rule evaluations.", EXPO_COUNTER},
+        {"prometheus_rule_evaluation_failures_total", "The total number of rule evaluation failures.",
+         EXPO_COUNTER},
+        {"prometheus_rule_group_iterations_total",
+         "The total number of scheduled rule group evaluations, whether executed or missed.", EXPO_COUNTER},
+        {"prometheus_rule_group_iterations_missed_total",
+         "The total number of rule group evaluations missed due to slow rule group evaluation.",
+         EXPO_COUNTER},
+        {"prometheus_rule_group_interval_seconds", "The interval of a rule group.", EXPO_GAUGE},
+        {"prometheus_rule_group_last_evaluation_timestamp_seconds",
+         "The timestamp of the last rule group evaluation in seconds.", EXPO_GAUGE},
+        {"prometheus_rule_group_last_duration_seconds", "The duration of the last rule group evaluation.",
+         EXPO_GAUGE},
+        {"prometheus_rule_group_rules", "The number of rules.", EXPO_GAUGE},
+        {"prometheus_rule_group_last_evaluation_samples",
+         "The number of samples returned during the last rule group evaluation.", EXPO_GAUGE},
+    };
+    rule_metrics rm = {.ms = ms};
+    for (int i = 0; i < 9; i++) rm.f[i] = expo_mset_family(ms, fam[i].name, fam[i].t, fam[i].help, "");
+    rules_manager_visit(s->rules, rule_group_metrics, &rm);
+    /* the two summaries, without quantiles (sum and count) */
+    expo_family *ed = expo_mset_family(ms, "prometheus_rule_evaluation_duration_seconds", EXPO_SUMMARY,
+                                       "The duration for a rule to execute.", "");
+    expo_mset_add(ms, ed, "_sum", NULL, NULL, rm.eval_sum);
+    expo_mset_add(ms, ed, "_count", NULL, NULL, rm.eval_count);
+    expo_family *gd = expo_mset_family(ms, "prometheus_rule_group_duration_seconds", EXPO_SUMMARY,
+                                       "The duration of rule group evaluations.", "");
+    expo_mset_add(ms, gd, "_sum", NULL, NULL, rm.round_sum);
+    expo_mset_add(ms, gd, "_count", NULL, NULL, rm.round_count);
+}
+
+/* 2.42's notifier metrics. */
+static void notify_metrics(server *s, expo_mset *ms) {
+    notify_stats st;
+    if (notify_stats_get(s->notify, &st) != 0) return;
+    expo_family *lat = expo_mset_family(ms, "prometheus_notifications_latency_seconds", EXPO_SUMMARY,
+                                        "Latency quantiles for sending alert notifications.", "");
+    expo_family *err = expo_mset_family(ms, "prometheus_notifications_errors_total", EXPO_COUNTER,
+                                        "Total number of errors sending alert notifications.", "");
+    expo_family *sent = expo_mset_family(ms, "prometheus_notifications_sent_total", EXPO_COUNTER,
+                                         "Total number of alerts sent.", "");
+    for (size_t i = 0; i < st.nams; i++) {
+        const notify_am_stats *a = &st.ams[i];
+        base_buf l;
+        base_buf_init(&l, 0);
+        base_buf_puts(&l, "alertmanager=");
+        labels_quote(&l, base_str_c(a->url));
+        const char *lab = l.err ? NULL : expo_mset_strdup(ms, l.data);
+        for (int q = 0; lab && q < NOTIFY_NQUANTILES; q++) {
+            base_buf lq;
+            base_buf_init(&lq, 0);
+            base_buf_printf(&lq, "%s,quantile=\"%g\"", lab, notify_quantiles[q]);
+            const char *lqs = lq.err ? NULL : expo_mset_strdup(ms, lq.data);
+            if (lqs) expo_mset_add(ms, lat, "", lqs, NULL, a->latency_q[q]);
+            base_buf_free(&lq);
+        }
+        if (lab) {
+            expo_mset_add(ms, lat, "_sum", lab, NULL, a->latency_sum);
+            expo_mset_add(ms, lat, "_count", lab, NULL, (double)a->latency_count);
+            expo_mset_add(ms, err, "", lab, NULL, (double)a->errors);
+            expo_mset_add(ms, sent, "", lab, NULL, (double)a->sent);
+        }
+        base_buf_free(&l);
+    }
+    add(ms, "prometheus_notifications_dropped_total", EXPO_COUNTER,
+        "Total number of alerts dropped due to errors when sending to Alertmanager.", NULL,
+        (double)st.dropped);
+    add(ms, "prometheus_notifications_queue_length", EXPO_GAUGE,
+        "The number of alert notifications in the queue.", NULL, (double)st.queue_length);
+    add(ms, "prometheus_notifications_queue_capacity", EXPO_GAUGE,
+        "The capacity of the alert notifications queue.", NULL, (double)st.queue_capacity);
+    add(ms, "prometheus_notifications_alertmanagers_discovered", EXPO_GAUGE,
+        "The number of alertmanagers discovered and active.", NULL, (double)st.alertmanagers_discovered);
+    notify_stats_free(&st);
+}
+
 static void self_metrics(server *s, const http_request *req, http_response *resp) {
     expo_mset ms;
     expo_mset_init(&ms);
@@ -161,6 +281,8 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
     if (s->ready) {
         scrape_manager_metrics(s->scrape, &ms);
         disc_metrics(s, &ms);
+        if (s->rules) rules_metrics(s, &ms);
+        if (s->notify) notify_metrics(s, &ms);
     }
     expo_format fmt = http_prefers_openmetrics(req->accept) ? EXPO_FMT_OPENMETRICS : EXPO_FMT_TEXT;
     base_buf b;

@@ -1,20 +1,25 @@
 /* server.c -- `kelvin server`: flags, wiring, reload, lifecycle.
  *
  * Wiring: the TSDB is opened first (its WAL replayed), then the PromQL
- * engine over it, then HTTP, then the
- * scrape manager (which appends to the TSDB's head) and the discovery
- * manager (whose sink is scrape_manager_sync), then the configuration is
- * applied. Shutdown runs the other way: HTTP stops first (no request runs
- * any more), then discovery, scraping and the engine, then
- * the TSDB closes (its WAL is complete).
+ * engine over it, the notifier and the rule manager (whose groups query
+ * the engine, append to the head and send alerts to the notifier), then
+ * HTTP, then the scrape manager (which appends to the TSDB's head) and the
+ * discovery manager (whose sink is scrape_manager_sync, or notify_sync for
+ * alertmanager sets), then the configuration is applied. Shutdown runs the
+ * other way: HTTP stops first (no request runs any more), then the rules
+ * (the last rounds finish), the notifier (its queue drained within a
+ * bound), discovery, scraping and the engine, then the TSDB closes (its
+ * WAL is complete).
  *
  * Reload (SIGHUP, POST /-/reload): the new file is loaded and checked in
- * full before anything changes; a file that fails leaves the running
- * configuration untouched, is logged with its reason, answered with 500
- * on /-/reload, and sets kelvin_config_last_reload_successful to 0. A good
- * one is applied to the scrape manager first (so jobs exist before their
- * targets arrive), then to discovery; the old configuration is freed only
- * after both let go of it. Reloads are serialised by reload_mu.
+ * full before anything changes, its rule files too; a file that fails
+ * leaves the running configuration and rules untouched, is logged with
+ * its reason, answered with 500 on /-/reload, and sets
+ * kelvin_config_last_reload_successful to 0. A good one is applied to the
+ * scrape manager first (so jobs exist before their targets arrive), then
+ * to discovery, the notifier and the rule manager; the old configuration
+ * is freed only after all let go of it. Reloads are serialised by
+ * reload_mu.
  *
  * Threads: main waits for signals (SIGHUP reloads, SIGINT/SIGTERM stop),
  * libmicrohttpd's pool runs the routes (routes.c), discovery and scrape
@@ -36,6 +41,8 @@
 #include "base/flag.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "notify/notify.h"
+#include "rules/manager.h"
 #include "server/server_int.h"
 
 /* The configuration used when --config.file is left at its default and no
@@ -67,19 +74,71 @@ static int load_config(server *s, cfg_config **ret, char *err, size_t errlen) {
     return cfg_load_file(s->flags.config_file, ret, err, errlen);
 }
 
+/* The config's external labels as a label set (NULL when none). */
+static int external_labels(const cfg_config *c, labels_set **ret, char *err, size_t errlen) {
+    *ret = NULL;
+    if (c->global.external_labels.n == 0) return 0;
+    labels_builder b;
+    labels_builder_init(&b);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < c->global.external_labels.n; i++)
+        rc = labels_builder_set(&b, base_str_c(c->global.external_labels.v[i].name),
+                                base_str_c(c->global.external_labels.v[i].value));
+    if (rc == 0) rc = labels_builder_finish(&b, 0, ret, err, errlen);
+    labels_builder_free(&b);
+    return rc;
+}
+
+/* Reads the rule files a configuration names (2.42 loads them during the
+ * reload and keeps the previous rules when one fails). */
+static int load_rules(server *s, const cfg_config *c, rules_loaded **ret, labels_set **ret_ext, char *err,
+                      size_t errlen) {
+    (void)s;
+    base_buf errs;
+    base_buf_init(&errs, 0);
+    int rc = rules_manager_load((const char *const *)c->rule_files, c->nrule_files,
+                                c->global.evaluation_interval_ms, ret, &errs);
+    if (rc != 0) {
+        if (errs.len && errs.data[errs.len - 1] == '\n') errs.data[--errs.len] = '\0';
+        for (char *line = errs.data, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            if (nl) *nl = '\0';
+            base_log(BASE_LOG_ERROR, "loading groups failed", "err", line, NULL);
+            if (nl) *nl = '\n';
+        }
+        snprintf(err, errlen, "error loading rules, previous rule set restored: %s",
+                 errs.data ? errs.data : base_strerror(rc));
+        base_buf_free(&errs);
+        return rc;
+    }
+    base_buf_free(&errs);
+    if ((rc = external_labels(c, ret_ext, err, errlen)) != 0) {
+        rules_loaded_free(*ret);
+        *ret = NULL;
+    }
+    return rc;
+}
+
 /* Runs a configuration (loaded by the caller, or NULL after a failed load,
  * whose rc is passed on): the reload_mu critical section of a reload. Takes
  * ownership of c. */
 static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err, size_t errlen) {
+    rules_loaded *rl = NULL;
+    labels_set *ext = NULL;
+    if (rc == 0) rc = load_rules(s, c, &rl, &ext, err, errlen);
     if (rc == 0 && (rc = scrape_manager_apply(s->scrape, c, err, errlen)) == 0)
         rc = disc_manager_apply(s->disc, c, err, errlen);
+    if (rc == 0) rc = notify_apply_config(s->notify, c, err, errlen);
     if (rc != 0) {
+        rules_loaded_free(rl);
+        if (ext) labels_unref(ext);
         /* A failed apply may leave a manager pointing at c: re-apply the
          * running configuration before c goes. */
         if (c && s->cfg) {
             char e2[256];
             if (scrape_manager_apply(s->scrape, s->cfg, e2, sizeof e2) != 0 ||
-                disc_manager_apply(s->disc, s->cfg, e2, sizeof e2) != 0)
+                disc_manager_apply(s->disc, s->cfg, e2, sizeof e2) != 0 ||
+                notify_apply_config(s->notify, s->cfg, e2, sizeof e2) != 0)
                 base_log(BASE_LOG_ERROR, "restoring the previous configuration failed", "err", e2, NULL);
         }
         cfg_free(c);
@@ -88,6 +147,8 @@ static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err,
         base_log(BASE_LOG_ERROR, "Error loading config", "file", s->config_name, "err", err, NULL);
         return rc;
     }
+    rules_manager_update(s->rules, rl, ext, s->external_url);
+    if (ext) labels_unref(ext);
     cfg_config *old = s->cfg;
     pthread_rwlock_wrlock(&s->cfg_lock);
     s->cfg = c;
@@ -121,8 +182,33 @@ static void on_bad_block(void *ctx, const char *dir, const char *msg) {
 
 static void disc_to_scrape(void *ctx, const char *set, const disc_group *const *groups, size_t n) {
     server *s = ctx;
-    if (strncmp(set, "alertmanager/", 13) == 0) return; /* the notifier's, later */
-    scrape_manager_sync(s->scrape, set, groups, n);
+    if (strncmp(set, "alertmanager/", 13) == 0)
+        notify_sync(s->notify, set, groups, n);
+    else
+        scrape_manager_sync(s->scrape, set, groups, n);
+}
+
+static void notify_rules(void *ctx, const rules_notice *alerts, size_t n) {
+    server *s = ctx;
+    notify_send(s->notify, alerts, n);
+}
+
+/* 2.42's computeExternalURL: the flag, or http://<hostname>:<port>; the
+ * path without its trailing slashes. */
+static void external_url(server *s) {
+    const char *u = s->flags.external_url_flag;
+    if (u && u[0]) {
+        snprintf(s->external_url, sizeof s->external_url, "%s", u);
+    } else {
+        char host[256] = "localhost";
+        if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "localhost");
+        host[sizeof host - 1] = '\0';
+        snprintf(s->external_url, sizeof s->external_url, "http://%s:%u", host, s->port);
+    }
+    size_t n = strlen(s->external_url);
+    const char *scheme_end = strstr(s->external_url, "://");
+    size_t min = scheme_end ? (size_t)(scheme_end - s->external_url) + 3 : 0;
+    while (n > min && s->external_url[n - 1] == '/') s->external_url[--n] = '\0';
 }
 
 int server_main(int argc, char **argv) {
@@ -147,6 +233,11 @@ int server_main(int argc, char **argv) {
     f->query_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu;
     tsdb_db_flagvars tv;
     tsdb_db_flagvars_init(&tv);
+    f->external_url_flag = "";
+    f->outage_tolerance_ms = 3600 * 1000;
+    f->grace_period_ms = 600 * 1000;
+    f->resend_delay_ms = 60 * 1000;
+    f->notify_queue_capacity = 10000;
 
     base_flag flags[24 + TSDB_DB_NFLAGS] = {
         {"config.file", BASE_FLAG_STRING, &f->config_file,
@@ -180,8 +271,20 @@ int server_main(int argc, char **argv) {
         {"log.level", BASE_FLAG_STRING, &f->log_level,
          "Only log messages with the given severity or above: debug, info, warn, error."},
         {"log.format", BASE_FLAG_STRING, &f->log_format, "Output format of log messages: logfmt or json."},
+        {"web.external-url", BASE_FLAG_STRING, &f->external_url_flag,
+         "The URL under which Kelvin is externally reachable (alerts' generator URLs, $externalURL in "
+         "templates). Default: http://<hostname>:<port>."},
+        {"rules.alert.for-outage-tolerance", BASE_FLAG_DURATION, &f->outage_tolerance_ms,
+         "Max time to tolerate prometheus outage for restoring \"for\" state of alert."},
+        {"rules.alert.for-grace-period", BASE_FLAG_DURATION, &f->grace_period_ms,
+         "Minimum duration between alert and restored \"for\" state. This is maintained only for alerts with "
+         "configured \"for\" time greater than grace period."},
+        {"rules.alert.resend-delay", BASE_FLAG_DURATION, &f->resend_delay_ms,
+         "Minimum amount of time to wait before resending an alert to Alertmanager."},
+        {"alertmanager.notification-queue-capacity", BASE_FLAG_INT, &f->notify_queue_capacity,
+         "The capacity of the queue for pending Alertmanager notifications."},
     };
-    size_t nflags = 14;
+    size_t nflags = 19;
     nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
     s.flag_table = flags;
     s.nflags = nflags;
@@ -206,6 +309,13 @@ int server_main(int argc, char **argv) {
     tsdb_db_opts dbo;
     if (tsdb_db_flags_apply(&tv, &dbo, err, sizeof err) != 0) {
         fprintf(stderr, "kelvin server: %s (see --help)\n", err);
+        return 2;
+    }
+    if (f->outage_tolerance_ms <= 0 || f->grace_period_ms < 0 || f->resend_delay_ms < 0 ||
+        f->notify_queue_capacity <= 0 || f->notify_queue_capacity > 100000000) {
+        fprintf(stderr,
+                "kelvin server: --rules.alert.* and --alertmanager.notification-queue-capacity must be "
+                "positive (see --help)\n");
         return 2;
     }
     if (f->lookback_ms <= 0 || f->query_timeout_ms <= 0 || f->query_max_concurrency <= 0 ||
@@ -284,6 +394,27 @@ int server_main(int argc, char **argv) {
         base_log(BASE_LOG_ERROR, "cannot start the query engine", "err", base_strerror(rc), NULL);
         goto out;
     }
+    {
+        notify_opts no;
+        notify_opts_default(&no);
+        no.queue_capacity = (size_t)f->notify_queue_capacity;
+        if ((rc = notify_new(&no, &s.notify)) != 0) {
+            base_log(BASE_LOG_ERROR, "cannot start the notifier", "err", base_strerror(rc), NULL);
+            goto out;
+        }
+        rules_manager_opts ro = {.engine = s.engine,
+                                 .storage = promql_storage_db(s.db),
+                                 .head = tsdb_db_head(s.db),
+                                 .notify = notify_rules,
+                                 .notify_ctx = &s,
+                                 .resend_delay_ms = f->resend_delay_ms,
+                                 .outage_tolerance_ms = f->outage_tolerance_ms,
+                                 .for_grace_period_ms = f->grace_period_ms};
+        if ((rc = rules_manager_new(&ro, &s.rules)) != 0) {
+            base_log(BASE_LOG_ERROR, "cannot start the rule manager", "err", base_strerror(rc), NULL);
+            goto out;
+        }
+    }
 
     /* Queries run on the HTTP threads: enough of them that slow queries
      * leave room for health checks and scrapes of /metrics. */
@@ -296,6 +427,7 @@ int server_main(int argc, char **argv) {
         goto out;
     }
     s.port = http_server_port(s.http);
+    external_url(&s);
 
     scrape_opts so = {.db = s.db, .threads = (unsigned)f->scrape_threads, .identity = f->listen};
     if ((rc = scrape_manager_new(&so, &s.scrape, err, sizeof err)) != 0) {
@@ -341,6 +473,12 @@ int server_main(int argc, char **argv) {
 out:
     s.ready = 0;
     http_server_stop(s.http);
+    /* the rules first (their last round may still notify), then the
+     * notifier, which drains its queue within a bound */
+    rules_manager_free(s.rules);
+    s.rules = NULL;
+    notify_free(s.notify);
+    s.notify = NULL;
     disc_manager_free(s.disc);
     scrape_manager_free(s.scrape);
     if (s.engine) promql_engine_free(s.engine);

@@ -7,7 +7,8 @@
  *                 writers, error answers, compression
  *   api_query.c   query, query_range, query_exemplars
  *   api_series.c  series, labels, label/<name>/values
- *   api_status.c  status endpoints, targets, metadata, rules, alerts, admin
+ *   api_status.c  status endpoints, targets, metadata, admin
+ *   api_rules.c   rules, alerts, alertmanagers
  */
 #ifndef KELVIN_SERVER_SERVER_INT_H
 #define KELVIN_SERVER_SERVER_INT_H
@@ -32,6 +33,9 @@ typedef struct server_flags {
     int lifecycle, admin_api;
     int64_t max_body, scrape_threads;
     int64_t lookback_ms, query_timeout_ms, query_max_concurrency, query_max_samples, query_threads;
+    const char *external_url_flag;
+    int64_t outage_tolerance_ms, grace_period_ms, resend_delay_ms, notify_queue_capacity;
+    int drain_notify_queue;
 } server_flags;
 
 typedef struct server {
@@ -47,6 +51,8 @@ typedef struct server {
     promql_engine *engine;
     scrape_manager *scrape;
     disc_manager *disc;
+    struct rules_manager *rules;
+    struct notify_manager *notify;
     http_server *http;
     pthread_mutex_t reload_mu; /* one reload at a time */
     pthread_rwlock_t cfg_lock; /* readers of cfg (routes) vs the swap */
@@ -57,6 +63,7 @@ typedef struct server {
     int64_t start_ms;
     int64_t start_sec, start_nsec; /* the same, to the nanosecond */
     char cwd[4096];
+    char external_url[2048]; /* --web.external-url, or http://<hostname>:<port> */
     atomic_ullong reloads, reload_failures;
 } server;
 
@@ -147,6 +154,8 @@ void server__json_labels(base_buf *b, const labels_set *ls);
 size_t server__fmt_ts(char out[SERVER_TS_MAX], int64_t ms);
 void server__json_float(base_buf *b, double v);
 void server__fmt_float_f(base_buf *b, double v);
+/* Go's time.Time JSON (RFC 3339, fraction without trailing zeros), UTC. */
+void server__json_time(base_buf *b, int64_t sec, int64_t nsec);
 /* Go's strconv.Quote. */
 void server__quote(base_buf *b, const char *s, size_t n);
 

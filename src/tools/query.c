@@ -35,6 +35,7 @@
 #include "base/num.h"
 #include "base/time.h"
 #include "labels/labels.h"
+#include "tools/tools_int.h"
 
 int tools_query_main(int argc, char **argv);
 
@@ -55,8 +56,7 @@ static void usage(FILE *out) {
             "  --step D      range step (duration or seconds; default (end - start) / 250, at least 1s)\n");
 }
 
-/* Unix seconds or RFC 3339 (as the API takes them) into seconds. 0 or -1. */
-static int parse_time(const char *s, double *ret) {
+int tools__parse_time(const char *s, double *ret) {
     size_t n = strlen(s);
     double v;
     if (n && base_parse_double(s, n, &v) == 0 && isfinite(v)) {
@@ -379,7 +379,7 @@ int tools_query_main(int argc, char **argv) {
     int rc;
     if (!range) {
         double t = now_s();
-        if (tm && parse_time(tm, &t) != 0) {
+        if (tm && tools__parse_time(tm, &t) != 0) {
             fprintf(stderr, "error parsing evaluation time: cannot parse \"%s\" to a valid timestamp\n", tm);
             rc = 1;
             goto out;
@@ -389,13 +389,13 @@ int tools_query_main(int argc, char **argv) {
         rc = run(server, "/api/v1/query", &form, json_out);
     } else {
         double e = now_s(), s;
-        if (end && parse_time(end, &e) != 0) {
+        if (end && tools__parse_time(end, &e) != 0) {
             fprintf(stderr, "error parsing end time: cannot parse \"%s\" to a valid timestamp\n", end);
             rc = 1;
             goto out;
         }
         s = e - 300;
-        if (start && parse_time(start, &s) != 0) {
+        if (start && tools__parse_time(start, &s) != 0) {
             fprintf(stderr, "error parsing start time: cannot parse \"%s\" to a valid timestamp\n", start);
             rc = 1;
             goto out;

@@ -30,6 +30,9 @@
 /* The `kelvin tsdb` command: argv[0] is "tsdb". Returns the exit status. */
 int tools_tsdb_main(int argc, char **argv);
 
+/* `kelvin rules backtest ...` (backtest.c): argv[0] is "rules". */
+int tools_rules_main(int argc, char **argv);
+
 /* ---- create-blocks-from openmetrics -------------------------------------- */
 
 /* promtool's block duration for --max-block-duration (ms): 2 h unless the
@@ -122,6 +125,11 @@ typedef struct tools_dump_result {
  * BASE_E_NOMEM. */
 int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, FILE *out,
                     tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen);
+/* The same samples as OpenMetrics text (`dump-openmetrics`, tsdb_dump.c):
+ * what create-blocks-from openmetrics reads back; stale markers left out. */
+int tools_tsdb_dump_openmetrics(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                                FILE *out, tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err,
+                                size_t errlen);
 
 /* ---- analyze --------------------------------------------------------------- */
 
@@ -143,5 +151,9 @@ int tools_check_main(int argc, char **argv);
  * as a table or as the API's JSON, with promtool query's errors and exit
  * codes (query.c). */
 int tools_query_main(int argc, char **argv);
+
+/* `kelvin test rules FILE...`: promtool's rule unit tests, with its
+ * output and exit codes (test_rules.c). argv[0] is "test". */
+int tools_test_main(int argc, char **argv);
 
 #endif

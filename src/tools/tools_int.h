@@ -33,6 +33,9 @@ void tools__table_row(tools__table *t, const char *const *cells);
 int tools__table_flush(tools__table *t, FILE *out, size_t minwidth, size_t padding);
 void tools__table_free(tools__table *t);
 
+/* Unix seconds or RFC 3339 (as the API takes them) into seconds. 0 or -1. */
+int tools__parse_time(const char *s, double *ret);
+
 /* floor(a / b) for b > 0. */
 static inline int64_t tools__floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;

@@ -5,6 +5,7 @@
  *       --max-block-duration=2h --human-readable/-r --quiet/-q
  *       --max-samples-in-memory=N
  *   dump [DB_PATH=data/]  --min-time --max-time --match
+ *   dump-openmetrics [DB_PATH=data/]  the same flags (OpenMetrics text)
  *   analyze [DB_PATH=data/] [BLOCK_ID=newest]  --limit=20 --extended
  *   list [DB_PATH=data/]  --human-readable/-r
  *
@@ -236,7 +237,7 @@ static int cmd_backfill(int argc, char **argv) {
 
 /* ---- dump ---------------------------------------------------------------- */
 
-static int cmd_dump(int argc, char **argv) {
+static int dump_cmd(int argc, char **argv, int om) {
     int64_t mint = INT64_MIN, maxt = INT64_MAX;
     const char *match = "{__name__=~'(?s:.*)'}";
     const base_flag flags[] = {
@@ -245,11 +246,15 @@ static int cmd_dump(int argc, char **argv) {
         {"match", BASE_FLAG_STRING, &match, "Series selector."},
     };
     const size_t nf = sizeof flags / sizeof flags[0];
-    const char *usage = "kelvin tsdb dump [<flags>] [<db path>]";
+    const char *usage =
+        om ? "kelvin tsdb dump-openmetrics [<flags>] [<db path>]" : "kelvin tsdb dump [<flags>] [<db path>]";
     args a;
-    int r = parse(flags, nf, argc, argv, &a, "dump", usage,
-                  "Dump samples from a TSDB: `{labels} value timestamp`, one line per sample (as promtool).",
-                  "  [<db path>]  Database path (default is data/).\n", 0, 1);
+    int r = parse(
+        flags, nf, argc, argv, &a, om ? "dump-openmetrics" : "dump", usage,
+        om ? "Dump samples from a TSDB as OpenMetrics text (no stale markers), which create-blocks-from "
+             "openmetrics reads back."
+           : "Dump samples from a TSDB: `{labels} value timestamp`, one line per sample (as promtool).",
+        "  [<db path>]  Database path (default is data/).\n", 0, 1);
     if (r) return r > 0 ? 0 : 2;
     const char *db = a.pc ? a.pv[0] : DEFAULT_DB;
     char err[1024];
@@ -284,7 +289,8 @@ static int cmd_dump(int argc, char **argv) {
     base_buf_free(&msg);
     if (rep.wal.corruptions) fprintf(stderr, "WAL: %s (the damaged part is skipped)\n", rep.wal.first_error);
     tools_dump_result res;
-    int e = tools_tsdb_dump(tdb, ms, nms, mint, maxt, stdout, report_chunk, NULL, &res, err, sizeof err);
+    int e = (om ? tools_tsdb_dump_openmetrics : tools_tsdb_dump)(tdb, ms, nms, mint, maxt, stdout,
+                                                                 report_chunk, NULL, &res, err, sizeof err);
     int rc = 0;
     if (e) {
         fprintf(stderr, "%s\n", err);
@@ -297,6 +303,13 @@ static int cmd_dump(int argc, char **argv) {
     tsdb_db_close(tdb);
     labels_matchers_free(ms, nms);
     return rc;
+}
+
+static int cmd_dump(int argc, char **argv) {
+    return dump_cmd(argc, argv, 0);
+}
+static int cmd_dump_om(int argc, char **argv) {
+    return dump_cmd(argc, argv, 1);
 }
 
 /* ---- analyze ------------------------------------------------------------- */
@@ -417,6 +430,8 @@ static const struct {
     {"create-blocks-from", cmd_backfill, "create-blocks-from openmetrics <input file> [<output directory>]",
      "Import samples from OpenMetrics input and produce TSDB blocks."},
     {"dump", cmd_dump, "dump [<flags>] [<db path>]", "Dump samples from a TSDB."},
+    {"dump-openmetrics", cmd_dump_om, "dump-openmetrics [<flags>] [<db path>]",
+     "Dump samples from a TSDB into OpenMetrics text (for create-blocks-from openmetrics)."},
     {"analyze", cmd_analyze, "analyze [<flags>] [<db path>] [<block id>]",
      "Analyze churn, label pair cardinality, compaction efficiency and bytes per sample."},
     {"list", cmd_list, "list [<flags>] [<db path>]", "List tsdb blocks."},

@@ -17,6 +17,14 @@
  * with a bad CRC ends that series' samples from that block with a report
  * on stderr while the rest is still dumped; the command then exits 1.
  *
+ * OPENMETRICS (tools_tsdb_dump_openmetrics, `kelvin tsdb
+ * dump-openmetrics`, as later promtools' dump-openmetrics): the same
+ * samples as OpenMetrics text that `create-blocks-from openmetrics` (ours
+ * or promtool's) reads back: `name{a="b"} value seconds.mmm` lines (label
+ * values escaped as OpenMetrics escapes them: \\, \", \n), no TYPE lines
+ * (every family unknown), stale markers left out, `# EOF` at the end.
+ * Series come sorted by labels, so each family's lines are together.
+ *
  * Memory: one current series per block; output goes through a 64 KiB
  * buffer.
  */
@@ -36,6 +44,7 @@ typedef struct dumper {
     void *ctx;
     tools_dump_result res;
     int series_bad;
+    int om; /* OpenMetrics */
 } dumper;
 
 static int flush_out(dumper *d, int force) {
@@ -47,9 +56,25 @@ static int flush_out(dumper *d, int force) {
     return 0;
 }
 
+/* Prometheus's staleness marker (value.StaleNaN). */
+static int is_stale(double v) {
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b == 0x7ff0000000000002ull;
+}
+
 static int emit(dumper *d, int64_t t, double v) {
     char num[BASE_FMT_DOUBLE_MAX], ts[24];
-    size_t nn = base_fmt_double_g(num, v), tn = base_fmt_i64(ts, t);
+    if (d->om && is_stale(v)) return 0;
+    size_t nn = base_fmt_double_g(num, v), tn;
+    if (d->om) { /* seconds with the milliseconds */
+        int64_t sec = t / 1000, ms = t % 1000;
+        if (ms < 0) sec--, ms += 1000;
+        tn = base_fmt_i64(ts, sec);
+        if (ms) tn += (size_t)snprintf(ts + tn, sizeof ts - tn, ".%03d", (int)ms);
+    } else {
+        tn = base_fmt_i64(ts, t);
+    }
     base_buf_append(&d->ob, d->prefix.data, d->prefix.len);
     base_buf_append(&d->ob, num, nn);
     base_buf_putc(&d->ob, ' ');
@@ -71,10 +96,40 @@ static void report(dumper *d, const labels_set *ls, int r) {
     d->series_bad = 1;
 }
 
+/* name{a="b",...} as OpenMetrics writes a series. */
+static void om_series(base_buf *b, const labels_set *ls) {
+    base_str name = labels_metric_name(ls);
+    base_buf_append(b, name.p, name.n);
+    labels_iter it;
+    labels_iter_init(&it, ls);
+    base_str n, v;
+    int k = 0;
+    while (labels_iter_next(&it, &n, &v)) {
+        if (base_str_eqc(n, "__name__")) continue;
+        base_buf_putc(b, k++ ? ',' : '{');
+        base_buf_append(b, n.p, n.n);
+        base_buf_puts(b, "=\"");
+        for (size_t i = 0; i < v.n; i++) {
+            char c = v.p[i];
+            if (c == '\\' || c == '"')
+                base_buf_putc(b, '\\'), base_buf_putc(b, c);
+            else if (c == '\n')
+                base_buf_puts(b, "\\n");
+            else
+                base_buf_putc(b, c);
+        }
+        base_buf_putc(b, '"');
+    }
+    if (k) base_buf_putc(b, '}');
+}
+
 static int dump_series(dumper *d, tsdb_db_set *s) {
     const labels_set *ls = tsdb_db_set_labels(s);
     base_buf_reset(&d->prefix);
-    labels_format(ls, &d->prefix);
+    if (d->om)
+        om_series(&d->prefix, ls);
+    else
+        labels_format(ls, &d->prefix);
     base_buf_putc(&d->prefix, ' ');
     if (base_buf_err(&d->prefix)) return BASE_E_NOMEM;
     d->series_bad = 0;
@@ -97,9 +152,9 @@ static int dump_series(dumper *d, tsdb_db_set *s) {
     return 0;
 }
 
-int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, FILE *out,
-                    tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen) {
-    dumper d = {.out = out, .bad = bad, .ctx = ctx};
+static int dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, FILE *out,
+                tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen, int om) {
+    dumper d = {.out = out, .bad = bad, .ctx = ctx, .om = om};
     base_buf_init(&d.ob, 0);
     base_buf_init(&d.prefix, 0);
     tsdb_db_set *s = NULL;
@@ -114,6 +169,7 @@ int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mi
         goto out;
     }
 done:
+    if (om) base_buf_puts(&d.ob, "# EOF\n");
     e = flush_out(&d, 1);
     if (!e && fflush(out) != 0) e = BASE_E_IO;
 out:
@@ -128,4 +184,15 @@ out:
     base_buf_free(&d.prefix);
     if (!e && ret) *ret = d.res;
     return e;
+}
+
+int tools_tsdb_dump(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt, FILE *out,
+                    tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err, size_t errlen) {
+    return dump(db, ms, n, mint, maxt, out, bad, ctx, ret, err, errlen, 0);
+}
+
+int tools_tsdb_dump_openmetrics(tsdb_db *db, labels_matcher *const *ms, size_t n, int64_t mint, int64_t maxt,
+                                FILE *out, tools_bad_fn bad, void *ctx, tools_dump_result *ret, char *err,
+                                size_t errlen) {
+    return dump(db, ms, n, mint, maxt, out, bad, ctx, ret, err, errlen, 1);
 }
