@@ -414,15 +414,18 @@ void rules_manager_update(rules_manager *m, rules_loaded *l, const labels_set *e
     mgroup **ng = calloc(l->n + 1, sizeof *ng);
     mgroup **replaced = calloc(l->n + 1, sizeof *replaced); /* freed once no reader can see them */
     size_t nreplaced = 0;
-    mgroup **old = m->groups;
     size_t nold = m->n;
+    /* a copy to strike out matched groups in: readers walk m->groups meanwhile */
+    mgroup **old = calloc(nold + 1, sizeof *old);
+    if (old && nold) memcpy(old, m->groups, nold * sizeof *old);
     int should_restore = !m->restored;
     m->restored = 1;
     reap_retired(m, 0);
     mgroup **ret = realloc(m->retired, (m->nretired + nold + 1) * sizeof *ret);
-    if (!ng || !replaced || !ret) {
+    if (!ng || !replaced || !ret || !old) {
         free(ng);
         free(replaced);
+        free(old);
         if (ret) m->retired = ret;
         base_log(BASE_LOG_ERROR, "Out of memory applying rule files; the previous rules keep running", NULL);
         rules_loaded_free(l);
@@ -480,9 +483,11 @@ void rules_manager_update(rules_manager *m, rules_loaded *l, const labels_set *e
     free(l->keys);
     free(l);
     pthread_mutex_lock(&m->mu);
+    mgroup **prev_arr = m->groups;
     m->groups = ng;
     m->n = n;
     pthread_mutex_unlock(&m->mu);
+    free(prev_arr);
     free(old);
     for (size_t i = 0; i < nreplaced; i++) mgroup_free(replaced[i]);
     free(replaced);
