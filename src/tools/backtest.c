@@ -493,7 +493,7 @@ static int materialize(pre *p, bt *b, int64_t first, int64_t last, int64_t step)
             now[n++].v = se->pts[cur[i]].v;
         }
         if (rc != 0) break;
-        qsort(now, n, sizeof *now, cmp_rec);
+        if (n > 1) qsort(now, n, sizeof *now, cmp_rec);
         int bad = p->limit > 0 && (int64_t)n > p->limit;
         for (size_t i = 1; i < n && !bad; i++) bad = labels_equal(now[i - 1].ls, now[i].ls);
         if (bad) continue; /* nothing written; the last written series stay */
@@ -715,7 +715,7 @@ static int run(const char *path, int64_t from, int64_t to, int64_t interval, int
         next[g] = ts + gs[g]->interval_ms;
     }
     free(reported);
-    qsort(b.f, b.nf, sizeof *b.f, cmp_firing);
+    if (b.nf > 1) qsort(b.f, b.nf, sizeof *b.f, cmp_firing);
     if (json)
         print_json(&b, stdout);
     else
