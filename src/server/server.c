@@ -47,11 +47,15 @@
 
 /* The configuration used when --config.file is left at its default and no
  * prometheus.yml exists: Kelvin scrapes itself and a local agent, so
- * `kelvin server` next to `kelvin agent` works with no file at all. */
+ * `kelvin server` next to `kelvin agent` works with no file at all, and
+ * evaluates the GPU alert pack when it runs from a checkout (the glob
+ * loads nothing elsewhere). */
 static const char default_config_fmt[] = "# kelvin server's embedded default configuration\n"
                                          "global:\n"
                                          "  scrape_interval: 15s\n"
                                          "  evaluation_interval: 15s\n"
+                                         "rule_files:\n"
+                                         "  - rules/gpu.rules.yml\n"
                                          "scrape_configs:\n"
                                          "  - job_name: kelvin\n"
                                          "    static_configs:\n"
