@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/path.h"
 #include "base/str.h"
 #include "base/time.h"
 #include "config/config.h"
@@ -406,42 +407,12 @@ static void *push(dec *d, void **arr, size_t *n, size_t elem) {
 
 /* ---- paths -------------------------------------------------------------- */
 
-/* filepath.Clean of an absolute path, in place: no "//", ".", "..", and
- * no trailing slash (except "/" itself). */
-static void clean_path(char *p) {
-    char *out = p + 1; /* after the root slash */
-    const char *s = p;
-    while (*s) {
-        while (*s == '/') s++;
-        const char *e = s;
-        while (*e && *e != '/') e++;
-        size_t n = (size_t)(e - s);
-        if (n == 0 || (n == 1 && s[0] == '.')) {
-            /* nothing */
-        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-            while (out > p + 1 && out[-1] != '/') out--;
-            if (out > p + 1) out--; /* the slash before the dropped element */
-        } else {
-            if (out > p + 1) *out++ = '/';
-            memmove(out, s, n);
-            out += n;
-        }
-        s = e;
-    }
-    *out = 0;
-}
-
 /* config.JoinDir: "" and absolute paths stay; others go under dir. */
 static int join_dir(dec *d, char **path) {
     char *p = *path;
     if (!p || !*p || p[0] == '/') return 0;
-    size_t dl = strlen(d->dir), pl = strlen(p);
-    char *j = malloc(dl + pl + 2);
+    char *j = base_path_join(d->dir, p);
     if (!j) return nomem(d);
-    memcpy(j, d->dir, dl);
-    j[dl] = '/';
-    memcpy(j + dl + 1, p, pl + 1);
-    clean_path(j);
     free(p);
     *path = j;
     return 0;
@@ -1485,6 +1456,11 @@ int cfg_load_buf(const char *buf, size_t len, const char *name, const char *dir,
     } else {
         absdir = strdup(dir);
     }
+    if (absdir) { /* filepath.Clean */
+        char *cl = base_path_clean(absdir);
+        free(absdir);
+        absdir = cl;
+    }
     c->path = strdup(name);
     c->text = malloc(len + 1);
     if (!absdir || !c->path || !c->text) {
@@ -1492,7 +1468,6 @@ int cfg_load_buf(const char *buf, size_t len, const char *name, const char *dir,
         cfg_free(c);
         return base_errf(err, errlen, BASE_E_NOMEM, "%s: out of memory", name);
     }
-    clean_path(absdir);
     memcpy(c->text, buf, len);
     c->text[len] = 0;
     c->text_len = len;

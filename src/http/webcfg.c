@@ -42,6 +42,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/path.h"
 #include "base/utf8.h"
 
 #define YDOC_MAX_DEPTH  1000
@@ -110,45 +111,6 @@ static int set_err(char *err, size_t errlen, int code, base_buf *b) {
     return code;
 }
 
-/* Go's path.Clean, for relative paths joined with the config's directory. */
-static char *go_clean(const char *p) {
-    size_t n = strlen(p);
-    if (n == 0) return strdup(".");
-    char *out = malloc(n + 2);
-    if (!out) return NULL;
-    int rooted = p[0] == '/';
-    size_t w = 0, r = 0, dotdot = 0;
-    if (rooted) {
-        out[w++] = '/';
-        r = 1;
-        dotdot = 1;
-    }
-    while (r < n) {
-        if (p[r] == '/') {
-            r++;
-        } else if (p[r] == '.' && (r + 1 == n || p[r + 1] == '/')) {
-            r++;
-        } else if (p[r] == '.' && p[r + 1] == '.' && (r + 2 == n || p[r + 2] == '/')) {
-            r += 2;
-            if (w > dotdot) {
-                w--;
-                while (w > dotdot && out[w] != '/') w--;
-            } else if (!rooted) {
-                if (w > 0) out[w++] = '/';
-                out[w++] = '.';
-                out[w++] = '.';
-                dotdot = w;
-            }
-        } else {
-            if ((rooted && w != 1) || (!rooted && w != 0)) out[w++] = '/';
-            while (r < n && p[r] != '/') out[w++] = p[r++];
-        }
-    }
-    if (w == 0) out[w++] = '.';
-    out[w] = '\0';
-    return out;
-}
-
 /* config.JoinDir(filepath.Dir(cfgpath), p): absolute and empty paths stay. */
 static char *join_dir(const char *cfgpath, const char *p) {
     if (p[0] == '/') return strdup(p);
@@ -162,7 +124,7 @@ static char *join_dir(const char *cfgpath, const char *p) {
         sprintf(tmp, "/%s", p);
     else
         sprintf(tmp, "%.*s/%s", (int)dl, cfgpath, p);
-    char *c = go_clean(tmp);
+    char *c = base_path_clean(tmp);
     free(tmp);
     return c;
 }

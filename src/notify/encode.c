@@ -110,7 +110,7 @@ void notify__json_time(base_buf *b, int64_t ms, int millis) {
         } else if (frac) {
             snprintf(fr, sizeof fr, ".%03d", (int)frac);
             size_t k = strlen(fr);
-            while (fr[k - 1] == '0') fr[--k] = '\0';
+            while (k > 1 && fr[k - 1] == '0') fr[--k] = '\0';
         }
         len = snprintf(out, sizeof out, "\"%04d-%02d-%02dT%02d:%02d:%02d%sZ\"", tm.tm_year + 1900,
                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, fr);

@@ -386,6 +386,12 @@ static int word_is(const char *w, const char *p, size_t n) {
     return 1;
 }
 
+pq_tok pq__word_token(const char *w, size_t n) {
+    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+        if (word_is(keywords[i].w, w, n)) return keywords[i].t;
+    return memchr(w, ':', n) ? PQ_TOK_METRIC_IDENTIFIER : PQ_TOK_IDENTIFIER;
+}
+
 static pq_token lex_keyword_or_identifier(lexs *s) {
     pq_lexer *lx = s->lx;
     for (;;) {
@@ -393,12 +399,7 @@ static pq_token lex_keyword_or_identifier(lexs *s) {
         if (!(pq__is_alnum(r) || r == ':')) break;
     }
     backup(s);
-    const char *w = lx->in + lx->start;
-    size_t n = lx->pos - lx->start;
-    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-        if (word_is(keywords[i].w, w, n)) return emit(lx, keywords[i].t);
-    if (memchr(w, ':', n)) return emit(lx, PQ_TOK_METRIC_IDENTIFIER);
-    return emit(lx, PQ_TOK_IDENTIFIER);
+    return emit(lx, pq__word_token(lx->in + lx->start, lx->pos - lx->start));
 }
 
 /* ---- the states ------------------------------------------------------------------------------ */

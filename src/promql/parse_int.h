@@ -116,6 +116,9 @@ typedef struct pq_lexer {
 void pq__lex_init(pq_lexer *lx, const char *in, size_t n);
 /* The next token that is not a comment. */
 pq_token pq__lex_next(pq_lexer *lx);
+/* The token a word is to the lexer: a keyword (any case), else a metric
+ * identifier (it holds ':') or an identifier. */
+pq_tok pq__word_token(const char *w, size_t n);
 
 /* Appends Item.desc() of a token ("end of input", "<op:+>", "identifier
  * \"foo\"", "\",\"", ...), as the parser's "unexpected ..." errors need it. */

@@ -121,55 +121,6 @@ static int32_t rune_at(const sp *p, size_t pos, size_t *ret_w) {
     return (int32_t)r;
 }
 
-static const struct {
-    const char *w;
-    pq_tok t;
-} WORDS[] = {
-    {"and", PQ_TOK_LAND},
-    {"or", PQ_TOK_LOR},
-    {"unless", PQ_TOK_LUNLESS},
-    {"atan2", PQ_TOK_ATAN2},
-    {"sum", PQ_TOK_SUM},
-    {"avg", PQ_TOK_AVG},
-    {"count", PQ_TOK_COUNT},
-    {"min", PQ_TOK_MIN},
-    {"max", PQ_TOK_MAX},
-    {"group", PQ_TOK_GROUP},
-    {"stddev", PQ_TOK_STDDEV},
-    {"stdvar", PQ_TOK_STDVAR},
-    {"topk", PQ_TOK_TOPK},
-    {"bottomk", PQ_TOK_BOTTOMK},
-    {"count_values", PQ_TOK_COUNT_VALUES},
-    {"quantile", PQ_TOK_QUANTILE},
-    {"offset", PQ_TOK_OFFSET},
-    {"by", PQ_TOK_BY},
-    {"without", PQ_TOK_WITHOUT},
-    {"on", PQ_TOK_ON},
-    {"ignoring", PQ_TOK_IGNORING},
-    {"group_left", PQ_TOK_GROUP_LEFT},
-    {"group_right", PQ_TOK_GROUP_RIGHT},
-    {"bool", PQ_TOK_BOOL},
-    {"start", PQ_TOK_START},
-    {"end", PQ_TOK_END},
-    {"inf", PQ_TOK_NUMBER},
-    {"nan", PQ_TOK_NUMBER},
-};
-
-static int word_type(const char *w, size_t n) {
-    for (size_t i = 0; i < sizeof WORDS / sizeof WORDS[0]; i++) {
-        size_t k = strlen(WORDS[i].w);
-        if (k != n) continue;
-        size_t j = 0;
-        for (; j < n; j++) {
-            char c = w[j];
-            if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-            if (c != WORDS[i].w[j]) break;
-        }
-        if (j == n) return WORDS[i].t;
-    }
-    return memchr(w, ':', n) ? PQ_TOK_METRIC_IDENTIFIER : PQ_TOK_IDENTIFIER;
-}
-
 static tok lex_error(sp *p, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static tok lex_error(sp *p, size_t pos, const char *fmt, ...) {
     va_list ap;
@@ -238,7 +189,7 @@ static tok value_lex(sp *p) {
         while (q < p->n && (pq__is_alnum((unsigned char)p->in[q]) || p->in[q] == ':')) q++;
         p->vpos = q;
         if (q < p->n && p->in[q] == '{') p->brace_next = 1;
-        return (tok){word_type(p->in + start, q - start), start, q - start};
+        return (tok){pq__word_token(p->in + start, q - start), start, q - start};
     }
     base_buf b;
     base_buf_init(&b, 0);

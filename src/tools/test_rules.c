@@ -57,6 +57,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/num.h"
+#include "base/path.h"
 #include "base/time.h"
 #include "config/yaml.h"
 #include "labels/labels.h"
@@ -831,53 +832,6 @@ static int decode_file(const char *buf, size_t len, t_file *out, errlist *errs) 
 
 /* ---- paths ---------------------------------------------------------------------------- */
 
-/* filepath.Join(dir, name), cleaned as filepath.Clean does. */
-static char *path_join_clean(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *in = malloc(n), *out = malloc(n + 1);
-    if (!in || !out) {
-        free(in);
-        free(out);
-        return NULL;
-    }
-    if (dir[0])
-        snprintf(in, n, "%s/%s", dir, name);
-    else
-        snprintf(in, n, "%s", name);
-    int rooted = in[0] == '/';
-    size_t w = 0, dotdot = 0, r = 0, len = strlen(in);
-    if (rooted) {
-        out[w++] = '/';
-        r = 1;
-        dotdot = 1;
-    }
-    while (r < len) {
-        if (in[r] == '/') {
-            r++;
-        } else if (in[r] == '.' && (r + 1 == len || in[r + 1] == '/')) {
-            r++;
-        } else if (in[r] == '.' && in[r + 1] == '.' && (r + 2 == len || in[r + 2] == '/')) {
-            r += 2;
-            if (w > dotdot) {
-                w--;
-                while (w > dotdot && out[w] != '/') w--;
-            } else if (!rooted) {
-                if (w > 0) out[w++] = '/';
-                out[w++] = '.';
-                out[w++] = '.';
-                dotdot = w;
-            }
-        } else {
-            if ((rooted && w != 1) || (!rooted && w != 0)) out[w++] = '/';
-            for (; r < len && in[r] != '/'; r++) out[w++] = in[r];
-        }
-    }
-    if (w == 0) out[w++] = '.';
-    out[w] = 0;
-    free(in);
-    return out;
-}
-
 /* resolveAndGlobFilepaths */
 static int resolve_rule_files(const char *test_file, t_file *f, errlist *errs) {
     char *dir = strdup(test_file);
@@ -895,7 +849,7 @@ static int resolve_rule_files(const char *test_file, t_file *f, errlist *errs) {
     for (size_t i = 0; rc == 0 && i < f->nrule_files; i++) {
         char *p = f->rule_files[i];
         if (p[0] && p[0] != '/') {
-            char *j = path_join_clean(dir, p);
+            char *j = base_path_join(dir, p);
             if (!j) {
                 rc = BASE_E_NOMEM;
                 break;
