@@ -224,6 +224,32 @@ size_t base_fmt_double_g(char out[BASE_FMT_DOUBLE_MAX], double v) {
     return n;
 }
 
+size_t base_fmt_double_e(char out[BASE_FMT_DOUBLE_MAX], double v, int upper) {
+    if (isnan(v) || isinf(v)) return fmt_special(out, v);
+    size_t n = 0;
+    if (signbit(v)) out[n++] = '-';
+    char d[20];
+    int e10 = 0, nd = 1;
+    if (v == 0)
+        d[0] = '0';
+    else
+        nd = base_shortest_digits(fabs(v), d, &e10); /* v = d[0].d[1..] x 10^e10 */
+    out[n++] = d[0];
+    if (nd > 1) {
+        out[n++] = '.';
+        memcpy(out + n, d + 1, (size_t)nd - 1);
+        n += (size_t)nd - 1;
+    }
+    out[n++] = upper ? 'E' : 'e';
+    out[n++] = e10 < 0 ? '-' : '+';
+    int a = e10 < 0 ? -e10 : e10;
+    if (a >= 100) out[n++] = (char)('0' + a / 100);
+    out[n++] = (char)('0' + a / 10 % 10);
+    out[n++] = (char)('0' + a % 10);
+    out[n] = '\0';
+    return n;
+}
+
 size_t base_fmt_double_f(char out[BASE_FMT_DOUBLE_MAX], double v) {
     if (isnan(v) || isinf(v)) return fmt_special(out, v);
     size_t n = 0;

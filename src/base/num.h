@@ -34,6 +34,9 @@ size_t base_fmt_u64(char *out, uint64_t v);
 size_t base_fmt_i64(char *out, int64_t v);
 size_t base_fmt_double_g(char out[BASE_FMT_DOUBLE_MAX], double v);
 size_t base_fmt_double_f(char out[BASE_FMT_DOUBLE_MAX], double v);
+/* strconv.FormatFloat(v, 'e', -1, 64) ('E' when upper): "1e+00", "-1.5E-07",
+ * "NaN", "+Inf". */
+size_t base_fmt_double_e(char out[BASE_FMT_DOUBLE_MAX], double v, int upper);
 
 /* The shortest decimal digits of finite v != 0 that round-trip: writes
  * up to 17 digits (no sign, no point) to digits and returns their count;

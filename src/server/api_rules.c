@@ -26,33 +26,6 @@
 #include "rules/manager.h"
 #include "server/server_int.h"
 
-/* strconv.FormatFloat(v, 'e', -1, 64) */
-static void fmt_float_e(base_buf *b, double v) {
-    if (v != v) {
-        base_buf_puts(b, "NaN");
-        return;
-    }
-    if (v == 1.0 / 0.0 || v == -1.0 / 0.0) {
-        base_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    if (v < 0 || (v == 0 && 1.0 / v < 0)) base_buf_putc(b, '-');
-    if (v == 0) {
-        base_buf_puts(b, "0e+00");
-        return;
-    }
-    char d[20];
-    int e10 = 0;
-    int nd = base_shortest_digits(v < 0 ? -v : v, d, &e10);
-    int exp = e10; /* v = d[0].d[1]... x 10^e10 */
-    base_buf_putc(b, d[0]);
-    if (nd > 1) {
-        base_buf_putc(b, '.');
-        base_buf_append(b, d + 1, (size_t)nd - 1);
-    }
-    base_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-}
-
 static void json_time_ms(base_buf *b, int64_t ms) {
     if (ms == 0) {
         base_buf_puts(b, "\"0001-01-01T00:00:00Z\""); /* Go's zero time */
@@ -99,7 +72,8 @@ static void json_alert(base_buf *b, const rules_alert *a) {
         json_time_ms(b, a->keep_firing_since_ms);
     }
     base_buf_puts(b, ",\"value\":\"");
-    fmt_float_e(b, a->value);
+    char num[BASE_FMT_DOUBLE_MAX]; /* strconv.FormatFloat(v, 'e', -1, 64) */
+    base_buf_append(b, num, base_fmt_double_e(num, a->value, 0));
     base_buf_puts(b, "\"}");
 }
 

@@ -197,32 +197,6 @@ static void model_duration(base_buf *b, int64_t ms) {
     base_buf_append(b, s, n);
 }
 
-/* strconv.FormatFloat(v, 'E', -1, 64) */
-static void fmt_float_E(base_buf *b, double v) {
-    if (isnan(v)) {
-        base_buf_puts(b, "NaN");
-        return;
-    }
-    if (isinf(v)) {
-        base_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
-        return;
-    }
-    if (signbit(v)) base_buf_putc(b, '-');
-    if (v == 0) {
-        base_buf_puts(b, "0E+00");
-        return;
-    }
-    char d[20];
-    int e10;
-    int n = base_shortest_digits(fabs(v), d, &e10);
-    base_buf_putc(b, d[0]);
-    if (n > 1) {
-        base_buf_putc(b, '.');
-        base_buf_append(b, d + 1, (size_t)n - 1);
-    }
-    base_buf_printf(b, "E%c%02d", e10 < 0 ? '-' : '+', e10 < 0 ? -e10 : e10);
-}
-
 /* ---- label pairs as Go's labels.Labels --------------------------------------------- */
 
 typedef struct pairs {
@@ -1299,7 +1273,8 @@ static void ps_fmt(base_buf *b, const psample *v, size_t n) {
         if (i) base_buf_puts(b, ", ");
         pairs_fmt(b, &v[i].labels);
         base_buf_putc(b, ' ');
-        fmt_float_E(b, v[i].v);
+        char num[BASE_FMT_DOUBLE_MAX]; /* strconv.FormatFloat(v, 'E', -1, 64) */
+        base_buf_append(b, num, base_fmt_double_e(num, v[i].v, 1));
     }
 }
 

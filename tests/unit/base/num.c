@@ -125,6 +125,32 @@ static void test_fmt_f(void **state) {
 }
 
 /* Shortest digits read back to the same double, for many bit patterns. */
+/* strconv.FormatFloat(v, 'e' / 'E', -1, 64), values from Go. */
+static void test_fmt_e(void **state) {
+    (void)state;
+    static const struct {
+        double v;
+        const char *e;
+    } cases[] = {
+        {1, "1e+00"},         {0, "0e+00"},
+        {-0.0, "-0e+00"},     {1.5, "1.5e+00"},
+        {100, "1e+02"},       {0.001234, "1.234e-03"},
+        {-42.5, "-4.25e+01"}, {1e21, "1e+21"},
+        {5e-324, "5e-324"},   {1.7976931348623157e308, "1.7976931348623157e+308"},
+        {0.1, "1e-01"},       {123456789, "1.23456789e+08"},
+        {NAN, "NaN"},         {INFINITY, "+Inf"},
+        {-INFINITY, "-Inf"},
+    };
+    char out[BASE_FMT_DOUBLE_MAX];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = base_fmt_double_e(out, cases[i].v, 0);
+        assert_int_equal(n, strlen(cases[i].e));
+        assert_string_equal(out, cases[i].e);
+    }
+    base_fmt_double_e(out, 1.5e-7, 1);
+    assert_string_equal(out, "1.5E-07");
+}
+
 static void test_fmt_round_trip(void **state) {
     (void)state;
     uint64_t x = 0x9e3779b97f4a7c15ull;
@@ -309,13 +335,10 @@ static void test_shortest_digits(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fmt_g),
-        cmocka_unit_test(test_fmt_f),
-        cmocka_unit_test(test_fmt_round_trip),
-        cmocka_unit_test(test_parse_double),
-        cmocka_unit_test(test_fmt_short_decimals),
-        cmocka_unit_test(test_parse_ints),
-        cmocka_unit_test(test_fmt_ints),
+        cmocka_unit_test(test_fmt_g),           cmocka_unit_test(test_fmt_f),
+        cmocka_unit_test(test_fmt_e),           cmocka_unit_test(test_fmt_round_trip),
+        cmocka_unit_test(test_parse_double),    cmocka_unit_test(test_fmt_short_decimals),
+        cmocka_unit_test(test_parse_ints),      cmocka_unit_test(test_fmt_ints),
         cmocka_unit_test(test_shortest_digits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
