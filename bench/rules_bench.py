@@ -32,7 +32,9 @@ Exit status 0 when both servers ran the pack without failures and agree,
 1 otherwise (the goal is reported, not enforced). Bounded: every wait has a
 deadline (RULES_BENCH_DEADLINE, 3600 s in all); only 127.0.0.1 is used;
 every process started is stopped on the way out.
-BENCH_ONLY: "" or "rules" runs it.
+BENCH_ONLY: "" or "rules" runs it. RULES_BENCH_KELVIN_FLAGS adds flags to kelvin
+server (e.g. --query.threads=1); RULES_BENCH_DIR is the parent of the
+temporary directory (it needs ~11 GB at 1,000 nodes while loading).
 """
 import os
 import re
@@ -62,6 +64,7 @@ EVAL = int(os.environ.get("RULES_BENCH_EVAL", "30"))
 ROUNDS = int(os.environ.get("RULES_BENCH_ROUNDS", "6"))
 IDLE = int(os.environ.get("RULES_BENCH_IDLE", "30"))
 DEADLINE = float(os.environ.get("RULES_BENCH_DEADLINE", "3600"))
+KELVIN_FLAGS = os.environ.get("RULES_BENCH_KELVIN_FLAGS", "").split()
 T_START = time.time()
 
 
@@ -147,7 +150,7 @@ def cmd(key, dirs, cfg, port):
     extra = ["--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h"]
     if key == "prometheus":
         return pd.prometheus_cmd(PROMETHEUS, dirs[key], cfg, port, extra)
-    return pd.kelvin_server_cmd(KELVIN, dirs[key], cfg, port, extra)
+    return pd.kelvin_server_cmd(KELVIN, dirs[key], cfg, port, extra + KELVIN_FLAGS)
 
 
 def group_metric(base, name):
