@@ -19,6 +19,21 @@
 
 #define BASE_FMT_DOUBLE_MAX 32
 
+/* Prometheus's staleness marker (value.StaleNaN): a NaN with these bits,
+ * told apart from every other NaN by its bits alone. */
+#define BASE_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
+static inline double base_stale_nan(void) {
+    uint64_t b = BASE_STALE_NAN_BITS;
+    double d;
+    __builtin_memcpy(&d, &b, sizeof d);
+    return d;
+}
+static inline int base_is_stale(double v) {
+    uint64_t b;
+    __builtin_memcpy(&b, &v, sizeof b);
+    return b == BASE_STALE_NAN_BITS;
+}
+
 int base_parse_u64(const char *s, size_t n, uint64_t *ret);
 int base_parse_i64(const char *s, size_t n, int64_t *ret);
 /* Go's strconv.ParseFloat(s, 64) for decimal input: floats with optional

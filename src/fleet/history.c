@@ -58,6 +58,7 @@
 #include "base/err.h"
 #include "base/flag.h"
 #include "base/log.h"
+#include "base/num.h"
 #include "base/time.h"
 #include "expo/expo.h"
 #include "expo/parse.h"
@@ -75,7 +76,6 @@
 #define DAY_S             86400.0
 
 #define ABSENT_BITS 0x7ff4dead0000ab5eULL /* a NaN the model never writes: no sample */
-#define STALE_BITS  0x7ff0000000000002ULL /* Prometheus's stale marker */
 
 enum { R_UP, R_DURATION, R_SCRAPED, R_POST, R_ADDED, R__COUNT };
 static const char *const report_names[R__COUNT] = {"up", "scrape_duration_seconds", "scrape_samples_scraped",
@@ -428,7 +428,7 @@ static int scrape(hist *h, hnode *nd, uint64_t k) {
     if (!clean || p != nd->prev_n) { /* the set of series changed: stale markers for the missing */
         for (size_t i = 0; i < nd->nser; i++) {
             hseries *s = nd->ser[i];
-            if (!s->report && k > 0 && s->seen == k) put(s, slot, STALE_BITS);
+            if (!s->report && k > 0 && s->seen == k) put(s, slot, BASE_STALE_NAN_BITS);
         }
     }
     nd->prev_n = p;

@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/num.h"
 #include "labels/labels.h"
 #include "promql/ast.h"
 #include "promql/promql.h"
@@ -287,11 +288,8 @@ int pq__rd_fill(pq_q *q, pq_rd *rd, int64_t maxt);
 /* Drops buffered samples before mint. */
 void pq__rd_trim(pq_rd *rd, int64_t mint);
 
-#define PQ_STALE_BITS 0x7ff0000000000002ULL
 static inline int pq__is_stale(double v) {
-    uint64_t b;
-    __builtin_memcpy(&b, &v, sizeof b);
-    return b == PQ_STALE_BITS;
+    return base_is_stale(v);
 }
 
 #endif

@@ -450,8 +450,7 @@ static int series_values(sp *p, tok la) {
         if (t.type == PQ_TOK_IDENTIFIER) {
             if (t.len != 5 || memcmp(p->in + t.pos, "stale", 5) != 0)
                 return unexpected(p, t, "series values", "number or \"stale\"");
-            uint64_t bits = PROMQL_STALE_NAN_BITS;
-            memcpy(&v, &bits, sizeof v);
+            v = base_stale_nan();
         } else if (t.type == PQ_TOK_NUMBER) {
             if ((rc = number(p, t, &v))) return rc;
         } else if (t.type == PQ_TOK_ADD || t.type == PQ_TOK_SUB) {

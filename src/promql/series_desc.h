@@ -48,9 +48,6 @@
 
 #define PROMQL_SERIES_DESC_MAX_VALUES ((size_t)1 << 22)
 
-/* The stale marker's bits (Prometheus's value.StaleNaN). */
-#define PROMQL_STALE_NAN_BITS UINT64_C(0x7ff0000000000002)
-
 typedef struct promql_seq_value {
     double v;
     int omitted; /* `_`: no sample at this step */

@@ -25,6 +25,7 @@
 #include <xxhash.h>
 
 #include "base/err.h"
+#include "base/num.h"
 #include "base/time.h"
 #include "rules/eval.h"
 #include "rules/eval_int.h"
@@ -420,13 +421,6 @@ static int record_eval(const rules_gstate *gs, const rules_rule *r, rules__vec *
     return 0;
 }
 
-static double stale_nan(void) {
-    uint64_t bits = UINT64_C(0x7ff0000000000002);
-    double d;
-    memcpy(&d, &bits, sizeof d);
-    return d;
-}
-
 /* Appends a rule's samples and its stale markers, commits; the series
  * written become the previous round's. */
 static int write_rule(rules_gstate *gs, rules_rstate *rs, int64_t ts, const rules__vec *vec,
@@ -445,7 +439,7 @@ static int write_rule(rules_gstate *gs, rules_rstate *rs, int64_t ts, const rule
         }
         if (rules__sset_add(&now, vec->ls[i]) < 0) nomem = 1;
     }
-    double stale = stale_nan();
+    double stale = base_stale_nan();
     for (size_t i = 0; i < p->prev.cap; i++) {
         labels_set *ls = p->prev.slot[i];
         if (!ls || rules__sset_has(&now, ls)) continue;
@@ -473,7 +467,7 @@ static int write_rule(rules_gstate *gs, rules_rstate *rs, int64_t ts, const rule
 
 static int cleanup_stale(rules__gs *g, int64_t ts, const rules_out *out) {
     if (!g->stale.n) return 0;
-    double stale = stale_nan();
+    double stale = base_stale_nan();
     for (size_t i = 0; i < g->stale.cap; i++)
         if (g->stale.slot[i] && out->append) (void)out->append(out->ctx, g->stale.slot[i], ts, stale);
     int rc = out->commit ? out->commit(out->ctx) : 0;
@@ -541,7 +535,7 @@ int rules_gstate_eval(rules_gstate *gs, const rules_env *env, int64_t ts, const 
 
 int rules_gstate_mark_stale(rules_gstate *gs, int64_t ts, const rules_out *out) {
     rules__gs *g = (rules__gs *)gs;
-    double stale = stale_nan();
+    double stale = base_stale_nan();
     pthread_mutex_lock(&gs->mu);
     for (size_t i = 0; i < gs->nrules; i++) {
         rules__rpriv *p = gs->rules[i].priv;

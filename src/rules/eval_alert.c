@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/num.h"
 #include "rules/eval.h"
 #include "rules/eval_int.h"
 #include "rules/template.h"
@@ -587,9 +588,7 @@ int rules_gstate_restore(rules_gstate *gs, const rules_env *env, int64_t ts) {
                 continue;
             }
             if (rc == 0) continue;
-            uint64_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            if (bits == UINT64_C(0x7ff0000000000002)) continue;      /* was not active */
+            if (base_is_stale(v)) continue;                          /* was not active */
             if (!isfinite(v) || v > 9.2e15 || v < -9.2e15) continue; /* not a time 2.42 could have written */
             int64_t down_at = (t / 1000) * 1000;                     /* time.Unix(t / 1000, 0) */
             int64_t restored = (int64_t)v * 1000;                    /* time.Unix(int64(v), 0) */

@@ -95,9 +95,8 @@ static int external_labels(const cfg_config *c, labels_set **ret, char *err, siz
 
 /* Reads the rule files a configuration names (2.42 loads them during the
  * reload and keeps the previous rules when one fails). */
-static int load_rules(server *s, const cfg_config *c, rules_loaded **ret, labels_set **ret_ext, char *err,
+static int load_rules(const cfg_config *c, rules_loaded **ret, labels_set **ret_ext, char *err,
                       size_t errlen) {
-    (void)s;
     base_buf errs;
     base_buf_init(&errs, 0);
     int rc = rules_manager_load((const char *const *)c->rule_files, c->nrule_files,
@@ -129,7 +128,7 @@ static int load_rules(server *s, const cfg_config *c, rules_loaded **ret, labels
 static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err, size_t errlen) {
     rules_loaded *rl = NULL;
     labels_set *ext = NULL;
-    if (rc == 0) rc = load_rules(s, c, &rl, &ext, err, errlen);
+    if (rc == 0) rc = load_rules(c, &rl, &ext, err, errlen);
     if (rc == 0 && (rc = scrape_manager_apply(s->scrape, c, err, errlen)) == 0)
         rc = disc_manager_apply(s->disc, c, err, errlen);
     if (rc == 0) rc = notify_apply_config(s->notify, c, err, errlen);

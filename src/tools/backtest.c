@@ -180,7 +180,6 @@ typedef struct firing {
     const char *alertname;
     int64_t firing_at, resolved_at; /* ms; resolved_at 0: still firing */
     size_t rule;                    /* global rule index */
-    int open;
 } firing;
 
 typedef struct bt {
@@ -188,6 +187,8 @@ typedef struct bt {
     tsdb_head_app *app;
     firing *f;
     size_t nf, capf;
+    size_t *open; /* indices into f of the firings not resolved yet */
+    size_t nopen; /* open has room for capf */
     int err;
 } bt;
 
@@ -201,51 +202,73 @@ static int bt_commit(void *ctx) {
     return tsdb_head_app_commit(b->app, NULL);
 }
 
-static firing *find_open(bt *b, size_t rule, const labels_set *ls) {
-    for (size_t i = b->nf; i-- > 0;)
-        if (b->f[i].open && b->f[i].rule == rule && labels_equal(b->f[i].labels, ls)) return &b->f[i];
+/* The alert of rs with labels ls (rs->alerts is sorted by labels). */
+static const rules_alert *alert_of(const rules_rstate *rs, const labels_set *ls) {
+    size_t lo = 0, hi = rs->nalerts;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = labels_cmp(rs->alerts[mid].labels, ls);
+        if (c == 0) return &rs->alerts[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return NULL;
 }
 
+static int has_open(const bt *b, size_t rule, const labels_set *ls) {
+    for (size_t i = 0; i < b->nopen; i++) {
+        const firing *f = &b->f[b->open[i]];
+        if (f->rule == rule && labels_equal(f->labels, ls)) return 1;
+    }
+    return 0;
+}
+
 /* After a round of group gs (whose first rule has global index base):
- * opens a firing for each alert that fires and has none open, closes the
- * open ones whose alert no longer fires. */
+ * closes the open firings of its rules whose alert no longer fires, and
+ * opens one for each alert that fires and has none open. */
 static void track(bt *b, rules_gstate *gs, size_t base, int64_t ts) {
     pthread_mutex_lock(&gs->mu);
-    for (size_t r = 0; r < gs->nrules; r++) {
+    for (size_t i = 0; i < b->nopen;) {
+        firing *f = &b->f[b->open[i]];
+        if (f->rule < base || f->rule >= base + gs->nrules) {
+            i++;
+            continue;
+        }
+        const rules_alert *a = alert_of(&gs->rules[f->rule - base], f->labels);
+        if (a && a->state == RULES_FIRING) {
+            i++;
+            continue;
+        }
+        f->resolved_at = a && a->resolved_at_ms ? a->resolved_at_ms : ts;
+        b->open[i] = b->open[--b->nopen];
+    }
+    for (size_t r = 0; r < gs->nrules && !b->err; r++) {
         const rules_rstate *rs = &gs->rules[r];
         if (rs->rule->kind != RULES_ALERT) continue;
-        size_t rule = base + r;
-        /* close: every open firing of this rule whose alert is not firing now */
-        for (size_t i = 0; i < b->nf; i++) {
-            firing *f = &b->f[i];
-            if (!f->open || f->rule != rule) continue;
-            const rules_alert *a = NULL;
-            for (size_t j = 0; j < rs->nalerts && !a; j++)
-                if (labels_equal(rs->alerts[j].labels, f->labels)) a = &rs->alerts[j];
-            if (a && a->state == RULES_FIRING) continue;
-            f->open = 0;
-            f->resolved_at = a && a->resolved_at_ms ? a->resolved_at_ms : ts;
-        }
         for (size_t j = 0; j < rs->nalerts; j++) {
             const rules_alert *a = &rs->alerts[j];
-            if (a->state != RULES_FIRING || find_open(b, rule, a->labels)) continue;
+            if (a->state != RULES_FIRING || has_open(b, base + r, a->labels)) continue;
             if (b->nf == b->capf) {
                 size_t nc = b->capf ? b->capf * 2 : 64;
                 firing *nf = realloc(b->f, nc * sizeof *nf);
-                if (!nf) {
+                size_t *no = realloc(b->open, nc * sizeof *no);
+                if (nf) b->f = nf;
+                if (no) b->open = no;
+                if (!nf || !no) {
                     b->err = BASE_E_NOMEM;
                     break;
                 }
-                b->f = nf, b->capf = nc;
+                b->capf = nc;
             }
-            firing *f = &b->f[b->nf++];
+            firing *f = &b->f[b->nf];
             f->labels = labels_ref(a->labels);
             f->alertname = rs->rule->name;
             f->firing_at = a->fired_at_ms ? a->fired_at_ms : ts;
             f->resolved_at = 0;
-            f->rule = rule;
-            f->open = 1;
+            f->rule = base + r;
+            b->open[b->nopen++] = b->nf++;
         }
     }
     pthread_mutex_unlock(&gs->mu);
@@ -462,9 +485,7 @@ static int materialize(pre *p, bt *b, int64_t first, int64_t last, int64_t step)
     rec_sample *now = NULL;
     size_t cap = 0, n = 0;
     int rc = 0;
-    double stale;
-    uint64_t sb = 0x7ff0000000000002ull; /* Prometheus's stale marker */
-    memcpy(&stale, &sb, sizeof stale);
+    const double stale = base_stale_nan();
     size_t *cur = calloc(p->res.nseries + 1, sizeof *cur);
     if (!cur) return BASE_E_NOMEM;
     for (int64_t ts = first; rc == 0 && ts <= last; ts += step) {
@@ -725,6 +746,7 @@ out:
     if (status && rc) fprintf(stderr, "kelvin rules backtest: %s\n", base_strerror(rc));
     for (size_t i = 0; i < b.nf; i++) labels_unref(b.f[i].labels);
     free(b.f);
+    free(b.open);
     for (size_t i = 0; i < ps.n; i++) {
         pre_clear(&ps.p[i]);
         for (size_t k = 0; k < ps.p[i].nprev; k++) labels_unref(ps.p[i].prev[k]);

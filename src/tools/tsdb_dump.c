@@ -56,16 +56,9 @@ static int flush_out(dumper *d, int force) {
     return 0;
 }
 
-/* Prometheus's staleness marker (value.StaleNaN). */
-static int is_stale(double v) {
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    return b == 0x7ff0000000000002ull;
-}
-
 static int emit(dumper *d, int64_t t, double v) {
     char num[BASE_FMT_DOUBLE_MAX], ts[24];
-    if (d->om && is_stale(v)) return 0;
+    if (d->om && base_is_stale(v)) return 0;
     size_t nn = base_fmt_double_g(num, v), tn;
     if (d->om) { /* seconds with the milliseconds */
         int64_t sec = t / 1000, ms = t % 1000;

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "base/err.h"
+#include "base/num.h"
 #include "labels/labels.h"
 #include "promql/series_desc.h"
 
@@ -40,7 +41,7 @@ static char *render(const char *in) {
             memcpy(&b, &d.vals[i].v, sizeof b);
             if (d.vals[i].omitted)
                 base_buf_puts(&out, " _");
-            else if (b == PROMQL_STALE_NAN_BITS)
+            else if (b == BASE_STALE_NAN_BITS)
                 base_buf_puts(&out, " s");
             else {
                 base_buf_putc(&out, ' ');

@@ -74,8 +74,9 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-/* The number of samples of metric name in the head at any time. */
-static size_t samples_of(fx *f, const char *name) {
+/* Reads every sample of metric name in the head: how many, and whether
+ * the newest is Prometheus's stale marker. */
+static size_t scan(fx *f, const char *name, int *ret_last_stale) {
     promql_storage st = promql_storage_head(f->h);
     labels_matcher *m = NULL;
     char err[128];
@@ -85,33 +86,13 @@ static size_t samples_of(fx *f, const char *name) {
     void *set = NULL;
     assert_int_equal(st.ops->select(st.ctx, &m, 1, INT64_MIN, INT64_MAX, &set), 0);
     size_t n = 0;
-    int64_t t[256];
-    double v[256];
-    while (st.ops->next(set) == 1) {
-        int k;
-        while ((k = st.ops->samples(set, t, v, 256)) > 0) n += (size_t)k;
-    }
-    st.ops->free(set);
-    labels_matcher_free(m);
-    return n;
-}
-
-/* Whether the newest sample of metric name is Prometheus's stale marker. */
-static int last_is_stale(fx *f, const char *name) {
-    promql_storage st = promql_storage_head(f->h);
-    labels_matcher *m = NULL;
-    char err[128];
-    assert_int_equal(
-        labels_matcher_new(LABELS_MATCH_EQ, base_str_c("__name__"), base_str_c(name), &m, err, sizeof err),
-        0);
-    void *set = NULL;
-    assert_int_equal(st.ops->select(st.ctx, &m, 1, INT64_MIN, INT64_MAX, &set), 0);
     int stale = 0;
     int64_t t[256];
     double v[256];
     while (st.ops->next(set) == 1) {
         int k;
         while ((k = st.ops->samples(set, t, v, 256)) > 0) {
+            n += (size_t)k;
             uint64_t b;
             memcpy(&b, &v[k - 1], sizeof b);
             stale = b == 0x7ff0000000000002ull;
@@ -119,6 +100,17 @@ static int last_is_stale(fx *f, const char *name) {
     }
     st.ops->free(set);
     labels_matcher_free(m);
+    if (ret_last_stale) *ret_last_stale = stale;
+    return n;
+}
+
+static size_t samples_of(fx *f, const char *name) {
+    return scan(f, name, NULL);
+}
+
+static int last_is_stale(fx *f, const char *name) {
+    int stale = 0;
+    scan(f, name, &stale);
     return stale;
 }
 
