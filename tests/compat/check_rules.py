@@ -25,22 +25,15 @@ import sys
 
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import kelvintest as kt  # noqa: E402
 from kelvintest import fixture_marker as marker, run_capture as run  # noqa: E402
 
 
 def main():
-    src = os.environ.get("KELVIN_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    kelvin = os.environ.get("KELVIN_BIN")
-    peers = os.environ.get("KELVIN_PEERS", os.path.join(src, "build", "peers"))
-    promtool = os.path.join(peers, "bin", "promtool")
-    if not kelvin or not os.access(kelvin, os.X_OK):
-        print("check_rules: KELVIN_BIN is not set to an executable", file=sys.stderr)
+    found = kt.kelvin_and_promtool("check_rules")
+    if not found:
         return 1
-    kelvin = os.path.abspath(kelvin)
-    if not os.access(promtool, os.X_OK):
-        print("check_rules: %s not found (run scripts/peers)" % promtool, file=sys.stderr)
-        return 1
-    promtool = os.path.abspath(promtool)
+    src, kelvin, promtool = found
     base = os.path.join(src, "tests", "fixtures", "rules")
     # relative names, run from base: both programs print the name they are given
     files = [("good", os.path.relpath(f, base)) for f in sorted(glob.glob(os.path.join(base, "good", "*.yml")))]
@@ -99,13 +92,7 @@ def main():
         if not ok:
             failures.append("%s: promtool %d, kelvin %d; outputs %s" % (
                 label, prc, krc, "equal" if pout == kout and perr == kerr else "differ"))
-    if failures:
-        print("\n%d problem(s):" % len(failures), file=sys.stderr)
-        for f in failures:
-            print("  " + f, file=sys.stderr)
-        return 1
-    print("\nall %d files agree" % len(files))
-    return 0
+    return kt.report_agreement(failures, len(files))
 
 
 if __name__ == "__main__":

@@ -188,6 +188,34 @@ def run_capture(argv, cwd=None, timeout=60):
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
 
 
+def kelvin_and_promtool(test):
+    """(source dir, kelvin, promtool), absolute, for a test that compares
+    kelvin with promtool; None when either is missing (said on stderr,
+    with the test's name: the test then exits 1)."""
+    src = os.environ.get("KELVIN_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    kelvin = os.environ.get("KELVIN_BIN")
+    promtool = os.path.join(os.environ.get("KELVIN_PEERS", os.path.join(src, "build", "peers")), "bin", "promtool")
+    if not kelvin or not os.access(kelvin, os.X_OK):
+        print("%s: KELVIN_BIN is not set to an executable" % test, file=sys.stderr)
+        return None
+    if not os.access(promtool, os.X_OK):
+        print("%s: %s not found (run scripts/peers)" % (test, promtool), file=sys.stderr)
+        return None
+    return src, os.path.abspath(kelvin), os.path.abspath(promtool)
+
+
+def report_agreement(failures, nfiles):
+    """The end of a file-by-file comparison: the problems on stderr, or
+    that all nfiles agree. Returns the exit status."""
+    if failures:
+        print("\n%d problem(s):" % len(failures), file=sys.stderr)
+        for f in failures:
+            print("  " + f, file=sys.stderr)
+        return 1
+    print("\nall %d files agree" % nfiles)
+    return 0
+
+
 def fixture_marker(path, name):
     """The text of a fixture's `# NAME: text` line among its first five, or None."""
     with open(path, encoding="utf-8", errors="replace") as f:
