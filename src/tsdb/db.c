@@ -57,6 +57,7 @@ void tsdb_db_flagvars_init(tsdb_db_flagvars *v) {
     v->retention_ms = TSDB_DB_DEFAULT_RETENTION_MS;
     v->min_block_ms = TSDB_DB_DEFAULT_BLOCK_MS;
     v->wal_compression = 1;
+    v->wal_checkpoint_size = (int64_t)TSDB_HEAD_CHECKPOINT_BYTES;
 }
 
 size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap) {
@@ -77,6 +78,12 @@ size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap) {
          "When the WAL is flushed to the device: none (after write(2): survives kill -9), batch (fdatasync "
          "before every acknowledgement: survives power loss), or a duration such as 1s (fdatasync at most "
          "that often)."},
+        {"storage.tsdb.wal-segment-size", BASE_FLAG_SIZE, &v->wal_segment_size,
+         "Size at which to split the WAL's segment files (0: 128MiB; at most 256MiB; Prometheus refuses "
+         "less than 10MiB, kelvin accepts down to 64KiB for tests). Example: 100MB"},
+        {"storage.tsdb.wal-checkpoint-size", BASE_FLAG_SIZE, &v->wal_checkpoint_size,
+         "WAL bytes written since the last checkpoint that make the next one due (bounds the WAL a "
+         "restart replays sample by sample; at least 64KiB). Kelvin only."},
     };
     for (size_t i = 0; i < TSDB_DB_NFLAGS && i < cap; i++) out[i] = f[i];
     return TSDB_DB_NFLAGS;
@@ -100,6 +107,16 @@ int tsdb_db_flags_apply(const tsdb_db_flagvars *v, tsdb_db_opts *o, char *err, s
     o->max_block_ms = v->max_block_ms;
     o->wal_compression = v->wal_compression;
     o->ooo_window_ms = v->ooo_window_ms;
+    if (v->wal_segment_size &&
+        (v->wal_segment_size < TSDB_DB_WAL_MIN_BYTES || v->wal_segment_size > ((int64_t)256 << 20)))
+        return base_errf(err, errlen, BASE_E_INVAL,
+                         "--storage.tsdb.wal-segment-size must be 0 or between 64KiB and 256MiB "
+                         "(Prometheus: 10MiB..256MiB)");
+    if (v->wal_checkpoint_size < TSDB_DB_WAL_MIN_BYTES)
+        return base_errf(err, errlen, BASE_E_INVAL,
+                         "--storage.tsdb.wal-checkpoint-size must be at least 64KiB");
+    o->wal.segment_size = (uint64_t)v->wal_segment_size;
+    o->checkpoint_bytes = (uint64_t)v->wal_checkpoint_size;
     if (!strcmp(v->wal_sync, "none")) {
         o->wal.sync = TSDB_WAL_SYNC_NONE;
     } else if (!strcmp(v->wal_sync, "batch")) {
@@ -176,6 +193,14 @@ struct tsdb_db {
 
 tsdb_head *tsdb_db_head(tsdb_db *db) {
     return db->head;
+}
+
+tsdb_wal *tsdb_db_wal(tsdb_db *db) {
+    return tsdb_head_wal(db->head);
+}
+
+const char *tsdb_db_wal_dir(const tsdb_db *db) {
+    return db->wal_dir;
 }
 
 static char *path_join(const char *a, const char *b) {
@@ -441,6 +466,7 @@ int tsdb_db_open(const tsdb_db_opts *o, tsdb_db **ret, tsdb_db_report *rep_out, 
     if ((e = open_blocks(db, &rep, err, errlen))) goto fail;
     tsdb_head_opts ho = {.wal_dir = db->wal_dir,
                          .wal = o->wal,
+                         .checkpoint_bytes = o->checkpoint_bytes,
                          .chunk_samples = o->chunk_samples,
                          .ooo_window_ms = o->ooo_window_ms};
     ho.wal.read_only = o->read_only;

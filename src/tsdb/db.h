@@ -6,7 +6,9 @@
  *
  * DIRECTORY (opts.path, default data/):
  *   lock          flock'ed while a database is open (a second one fails)
- *   wal/          the head's WAL (wal.h) and its checkpoints
+ *   wal/          the head's WAL (wal.h) and its checkpoints; segments
+ *                 a WAL reader holds (remote write: tsdb_db_wal,
+ *                 tsdb_wal_hold, opts.wal.hold_from) outlive checkpoints
  *   <ULID>/       blocks (format.h)
  *   <ULID>.tmp*   leftovers of a crash: removed at open
  *
@@ -38,7 +40,8 @@
  * retention_bytes (the WAL's size counts against the budget too).
  *
  * CHECKPOINTS besides those of head cutting: when the WAL has grown past the
- * head's checkpoint threshold (head.h, 64 MiB by default) since the last
+ * head's checkpoint threshold (opts.checkpoint_bytes, head.h, 64 MiB by
+ * default) since the last
  * one, a checkpoint at the head's lower bound (nothing dropped) bounds what
  * a restart replays sample by sample.
  *
@@ -103,7 +106,9 @@ typedef struct tsdb_db_opts {
     int64_t max_block_ms;         /* 0: min(retention / 10, 31 d), >= min_block */
     int wal_compression;          /* compress WAL records (wal.h) */
     int64_t ooo_window_ms;        /* out-of-order window (head.h) */
-    tsdb_wal_opts wal;            /* segment size and sync policy */
+    tsdb_wal_opts wal;            /* segment size, sync policy, hold_from */
+    uint64_t checkpoint_bytes;    /* WAL bytes that make a checkpoint due
+                                   * (head.h; 0: TSDB_HEAD_CHECKPOINT_BYTES) */
     uint32_t chunk_samples;       /* head chunk size (0: default) */
     int64_t maintain_interval_ms; /* 0: 60 s; < 0: no background thread */
     int read_only;                /* tools: no lock, WAL read but never written */
@@ -121,14 +126,20 @@ void tsdb_db_opts_default(tsdb_db_opts *o);
  * --storage.tsdb.path, --storage.tsdb.retention.time,
  * --storage.tsdb.retention.size, --storage.tsdb.min-block-duration,
  * --storage.tsdb.max-block-duration, --storage.tsdb.wal-compression,
- * --storage.tsdb.out-of-order-time-window, --storage.tsdb.wal-sync.
+ * --storage.tsdb.out-of-order-time-window, --storage.tsdb.wal-sync,
+ * --storage.tsdb.wal-segment-size (Prometheus accepts 10MiB..256MiB, 0 for
+ * the default 128MiB; kelvin also accepts down to 64KiB, for tests that
+ * need many segments), and kelvin's --storage.tsdb.wal-checkpoint-size
+ * (head.h SIZE-TRIGGERED CHECKPOINTS; at least 64KiB).
  * Writes at most cap entries; returns how many there are. */
 typedef struct tsdb_db_flagvars {
     const char *path, *wal_sync;
     int64_t retention_ms, retention_bytes, min_block_ms, max_block_ms, ooo_window_ms;
+    int64_t wal_segment_size, wal_checkpoint_size;
     int wal_compression;
 } tsdb_db_flagvars;
-#define TSDB_DB_NFLAGS 8
+#define TSDB_DB_NFLAGS        10
+#define TSDB_DB_WAL_MIN_BYTES ((int64_t)64 << 10) /* least segment / checkpoint size */
 void tsdb_db_flagvars_init(tsdb_db_flagvars *v);
 size_t tsdb_db_flags(tsdb_db_flagvars *v, base_flag *out, size_t cap);
 /* Checks the parsed flags and fills o (defaults first): BASE_E_INVAL with
@@ -155,6 +166,12 @@ int tsdb_db_close(tsdb_db *db);
 
 /* The head, for appenders (head.h). */
 tsdb_head *tsdb_db_head(tsdb_db *db);
+/* The head's WAL (wal.h), for its readers: tsdb_wal_hold, the current
+ * segment. opts.wal.hold_from passes through to it at open. */
+tsdb_wal *tsdb_db_wal(tsdb_db *db);
+/* The WAL's directory (<path>/wal), for tsdb_wal_list and the segment
+ * files; valid until close. */
+const char *tsdb_db_wal_dir(const tsdb_db *db);
 
 /* One maintenance round now (see MAINTENANCE): head cutting, compaction,
  * retention. Returns the first error (the round goes on after one). */

@@ -11,6 +11,7 @@
  *                 store), stripes[ref & 4095].
  *   tomb_mu    -- the tombstones pointer (a leaf: held for a swap or to
  *                 take a reference, nothing else).
+ *   del_mu     -- the held deleted series (a leaf, see HELD SERIES).
  * TOMBSTONES (deleted intervals per series, tomb_int.h) live in one
  * immutable table keyed by ref: a deletion (under commit_mu) builds the
  * next table and swaps it in; a series set keeps the table of its select.
@@ -23,6 +24,12 @@
  * Postings keep their keys' interned ids alive with their own references
  * (ids are recycled once freed).
  *
+ * HELD SERIES. While a WAL reader holds segments (wal.h HOLD), GC keeps
+ * (ref, labels, segment) of each series it removes in h->del, added
+ * before the series leaves the tables (so a checkpoint scan that misses
+ * it finds it there). A checkpoint writes the entries whose segment is
+ * at or after the hold as series records after the live ones, and once
+ * committed forgets those before it.
  * Memory per series is the figure to watch (millions of series): series
  * table slots are 8-byte tagged pointers, postings are delta-coded with
  * one ref inline, a series' closed chunks share one allocation, and the
@@ -811,7 +818,35 @@ struct tsdb_head {
     uint64_t replay_corrupt;                   /* chunks entries not installed */
     uint64_t checkpoints, ckpt_bytes, ckpt_ms; /* under commit_mu */
     int replaying;
+    pthread_mutex_t del_mu; /* guards del (see HELD SERIES) */
+    struct hdel *del;
+    size_t ndel, capdel;
 };
+
+/* A series GC removed while a WAL reader held a segment that may name it:
+ * seg is the segment being written at its removal (the WAL written out
+ * first), so every record naming ref is in segments <= seg. */
+typedef struct hdel {
+    uint64_t ref, seg;
+    labels_set *ls;
+} hdel;
+
+/* Remembers n series (refs and labels) removed at the current segment
+ * when a hold reaches it (commit_mu held, or replay). 0 or BASE_E_NOMEM
+ * (nothing remembered). */
+static int del_remember(tsdb_head *h, const uint64_t *refs, labels_set *const *ls, size_t n) {
+    uint64_t hold = h->wal ? tsdb_wal_held(h->wal) : 0;
+    if (!n || !hold) return 0;
+    (void)tsdb_wal_flush(h->wal); /* their records are in segments <= seg */
+    uint64_t seg = tsdb_wal_segment(h->wal);
+    if (seg < hold) return 0;
+    pthread_mutex_lock(&h->del_mu);
+    int e = grow((void **)&h->del, &h->capdel, h->ndel + n, sizeof *h->del);
+    for (size_t i = 0; !e && i < n; i++)
+        h->del[h->ndel++] = (hdel){.ref = refs[i], .seg = seg, .ls = labels_ref(ls[i])};
+    pthread_mutex_unlock(&h->del_mu);
+    return e;
+}
 
 /* The current tombstones, referenced (NULL: none). */
 static tsdb__tomb *tomb_get(tsdb_head *h) {
@@ -2087,6 +2122,14 @@ static void replay_start(replay *rp) {
  * replay state. Returns e or the flush's error. */
 static int replay_finish(replay *rp, int e) {
     if (rp->nw > 1 && !e) e = replay_flush(rp);
+    /* A ref aliased to another series of the same labels is named by the
+     * WAL but will not be in the next checkpoint as a live series: held,
+     * it is remembered as GC's removals are. */
+    for (size_t i = 0; !e && i < rp->nalias; i++) {
+        const hseries *t = (const hseries *)rp->aliases[i]->ls;
+        labels_set *ls = t->ls;
+        e = del_remember(rp->h, &rp->aliases[i]->ref, &ls, 1);
+    }
     if (!e && rp->nstones) {
         tsdb__tomb *t;
         if (tsdb__tomb_build(rp->h->tomb, rp->stones, rp->nstones, &t))
@@ -2152,6 +2195,9 @@ static void head_free(tsdb_head *h) {
     index_free(h);
     tsdb__tomb_unref(atomic_load_explicit(&h->tomb, memory_order_relaxed));
     pthread_mutex_destroy(&h->tomb_mu);
+    for (size_t i = 0; i < h->ndel; i++) labels_unref(h->del[i].ls);
+    free(h->del);
+    pthread_mutex_destroy(&h->del_mu);
     pthread_mutex_destroy(&h->commit_mu);
     pthread_rwlock_destroy(&h->idx_lock);
     scratch_free(&h->scr);
@@ -2175,6 +2221,7 @@ int tsdb_head_open(const tsdb_head_opts *opts, tsdb_head **ret, tsdb_wal_report 
     scratch_init(&h->scr, h);
     pthread_mutex_init(&h->commit_mu, NULL);
     pthread_mutex_init(&h->tomb_mu, NULL);
+    pthread_mutex_init(&h->del_mu, NULL);
     pthread_rwlock_init(&h->idx_lock, NULL);
     for (int i = 0; i < NSHARDS; i++) pthread_mutex_init(&h->shards[i].mu, NULL);
     for (int i = 0; i < NSTRIPES; i++) pthread_mutex_init(&h->stripes[i], NULL);
@@ -3339,6 +3386,13 @@ int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed) {
         }
         pthread_mutex_unlock(&sh->mu);
     }
+    if (!e && nv && h->wal && tsdb_wal_held(h->wal)) { /* before they leave the tables */
+        labels_set **ls = malloc(nv * sizeof *ls);
+        if (!ls) e = BASE_E_NOMEM;
+        for (size_t i = 0; !e && i < nv; i++) ls[i] = victims[i]->ls;
+        if (!e) e = del_remember(h, dead.v, ls, nv);
+        free(ls);
+    }
     if (!e) {
         for (size_t i = 0; i < nv; i++) {
             hseries *s = victims[i];
@@ -3549,13 +3603,36 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
     ckw w = {.c = c, .ent = BASE_BUF_INIT, .open = BASE_BUF_INIT};
     tsdb_rec_series *sr = malloc(CKPT_BATCH * sizeof *sr);
     if (!sr) e = BASE_E_NOMEM;
-    /* series records first (in batches), then the chunks of every series */
+    /* live series records first (in batches), then the chunks of every series */
     for (size_t i = 0; i < n && !e; i += CKPT_BATCH) {
         size_t k = n - i < CKPT_BATCH ? n - i : CKPT_BATCH;
         for (size_t j = 0; j < k; j++) sr[j] = (tsdb_rec_series){v[i + j]->ref, v[i + j]->ls};
         base_buf_reset(&rec);
         if (!(e = tsdb_rec_enc_series(&rec, sr, k))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
     }
+    /* then the held series GC removed that segments >= the hold name (read
+     * after the scan: a series it missed was remembered before it left) */
+    uint64_t hold = tsdb_wal_held(h->wal), ckn = tsdb_wal_ckpt_number(c);
+    hdel *dv = NULL;
+    size_t nd = 0;
+    if (!e && hold) {
+        pthread_mutex_lock(&h->del_mu);
+        if (h->ndel && !(dv = malloc(h->ndel * sizeof *dv))) e = BASE_E_NOMEM;
+        for (size_t i = 0; !e && i < h->ndel; i++)
+            if (h->del[i].seg >= hold) {
+                dv[nd] = h->del[i];
+                dv[nd++].ls = labels_ref(h->del[i].ls);
+            }
+        pthread_mutex_unlock(&h->del_mu);
+    }
+    for (size_t i = 0; i < nd && !e; i += CKPT_BATCH) {
+        size_t k = nd - i < CKPT_BATCH ? nd - i : CKPT_BATCH;
+        for (size_t j = 0; j < k; j++) sr[j] = (tsdb_rec_series){dv[i + j].ref, dv[i + j].ls};
+        base_buf_reset(&rec);
+        if (!(e = tsdb_rec_enc_series(&rec, sr, k))) e = tsdb_wal_ckpt_add(c, rec.data, rec.len);
+    }
+    for (size_t i = 0; i < nd; i++) labels_unref(dv[i].ls);
+    free(dv);
     for (size_t i = 0; i < n && !e; i++) {
         pthread_mutex_t *mu = stripe(h, v[i]);
         pthread_mutex_lock(mu);
@@ -3619,6 +3696,24 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
     }
     uint64_t bytes = tsdb_wal_ckpt_bytes(c);
     if ((e = tsdb_wal_ckpt_commit(c, err, errlen))) return e;
+    /* Segments before the hold (before N without one) are gone or no
+     * reader needs them: forget the series only they name. */
+    uint64_t keep_from = hold && hold < ckn ? hold : ckn;
+    pthread_mutex_lock(&h->del_mu);
+    size_t kept = 0;
+    for (size_t i = 0; i < h->ndel; i++) {
+        if (h->del[i].seg >= keep_from)
+            h->del[kept++] = h->del[i];
+        else
+            labels_unref(h->del[i].ls);
+    }
+    h->ndel = kept;
+    if (!kept) {
+        free(h->del);
+        h->del = NULL;
+        h->capdel = 0;
+    }
+    pthread_mutex_unlock(&h->del_mu);
     clock_gettime(CLOCK_MONOTONIC, &ts1);
     pthread_mutex_lock(&h->commit_mu);
     h->checkpoints++;
@@ -3626,6 +3721,10 @@ int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen)
     h->ckpt_ms = (uint64_t)((ts1.tv_sec - ts0.tv_sec) * 1000 + (ts1.tv_nsec - ts0.tv_nsec) / 1000000);
     pthread_mutex_unlock(&h->commit_mu);
     return 0;
+}
+
+tsdb_wal *tsdb_head_wal(tsdb_head *h) {
+    return h->wal;
 }
 
 uint64_t tsdb_head_wal_bytes_since_checkpoint(tsdb_head *h) {
@@ -3659,6 +3758,9 @@ void tsdb_head_stats_get(tsdb_head *h, tsdb_head_stats *ret) {
     st.checkpoints = h->checkpoints;
     st.checkpoint_bytes = h->ckpt_bytes;
     st.checkpoint_ms = h->ckpt_ms;
+    pthread_mutex_lock(&h->del_mu);
+    st.series_held = h->ndel;
+    pthread_mutex_unlock(&h->del_mu);
     st.tombstones = tsdb_head_num_tombstones(h);
     int first = 1;
     for (int i = 0; i < NSHARDS; i++) {

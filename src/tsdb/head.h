@@ -81,10 +81,12 @@
  * series with no sample at or after mint (from the tables and postings;
  * memory is freed when the last reader lets go) and rejects later appends
  * before mint as too_old. Removed series come back from the WAL on the
- * next replay until a checkpoint has been taken.
+ * next replay until a checkpoint has been taken. While the WAL is held
+ * (see HELD SERIES) GC also remembers what it removes.
  *
  * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N,
- * writes into checkpoint.N every live series (series records) and each
+ * writes into checkpoint.N every live series (series records), then the
+ * held removed series (series records, see HELD SERIES), and each
  * series' chunks as they are in memory (record.h TSDB_REC_CHUNKS): its
  * closed in-order chunks that end at or after cutoff (the last one always
  * when there is no open chunk: the last sample decides what is out of
@@ -92,7 +94,8 @@
  * after cutoff and its buffered OOO samples from cutoff on; then the
  * tombstones of live series that reach the series' oldest sample held
  * (record.h TSDB_REC_TOMBSTONES, read after the roll: whole chunks come
- * back, so do the deletions inside them); then deletes segments < N. So a checkpoint keeps every sample at or
+ * back, so do the deletions inside them); then deletes segments < N (but those a WAL reader holds:
+ * wal.h HOLD). So a checkpoint keeps every sample at or
  * after cutoff and, as GC does, whole chunks: the samples before cutoff of a chunk that straddles it come
  * back too (a checkpoint at the min valid time reproduces the head exactly). Every record in segments < N was
  * applied to the head before the roll (apply happens before queueing, both under the commit lock), so nothing
@@ -106,6 +109,30 @@
  * stripe lock at a time, for the copy of its chunk bytes: appenders are
  * never stopped. A checkpoint costs one sequential write of the head's
  * chunk bytes (uncompressed: chunks do not compress) plus its label sets.
+ *
+ * HELD SERIES (Prometheus's Head.deleted). A WAL reader (remote write)
+ * that restarts on a held segment older than the checkpoint (wal.h HOLD)
+ * reads the checkpoint's series records, then the held segments, and
+ * must find every ref their samples name, also those of series GC has
+ * removed since. So while a hold is set at segment H <= the segment being
+ * written, GC remembers (ref, labels, that segment S) of every series it
+ * removes (the WAL is written out first: every record naming ref is in
+ * segments <= S); a checkpoint writes, after the live series, series
+ * records for the remembered series with S >= H (read at the checkpoint's
+ * start), and once committed forgets those with S < H (S < N without a
+ * hold). Without a hold nothing is remembered, so a hold must be set
+ * before the reader needs it (a series removed before is not brought
+ * back), and it should not move back. Memory: one entry (32 bytes and a
+ * reference to the label set) per series removed since the hold's
+ * segment; stats series_held. Replay applies such a record as any series
+ * record: it creates the series, empty (held segments older than the
+ * checkpoint are not replayed; only a series removed after the
+ * checkpoint's roll gets back the samples segments >= N hold, as any
+ * removed series comes back until the next checkpoint), which the next
+ * GC removes again, or, when a live series has its labels, an alias of
+ * it; while
+ * held, replay remembers each alias as GC would (at the segment it opens),
+ * since the live series is checkpointed under its own ref only.
  *
  * REPLAY. Series records are applied by the thread reading the WAL;
  * sample and chunks records are batched and handed to up to 4 workers,
@@ -320,6 +347,7 @@ typedef struct tsdb_head_stats {
     uint64_t checkpoints;                     /* taken since open */
     uint64_t checkpoint_bytes, checkpoint_ms; /* the last one's size and duration */
     uint64_t tombstones;                      /* deleted intervals held */
+    uint64_t series_held; /* removed series checkpoints keep for WAL readers (HELD SERIES) */
     /* bytes, as malloc sizes them */
     uint64_t bytes_series; /* series structs incl. open chunk streams */
     uint64_t bytes_chunks; /* closed chunk bytes and their lists */
@@ -356,6 +384,8 @@ uint64_t tsdb_head_num_tombstones(tsdb_head *h);
 int tsdb_head_gc(tsdb_head *h, int64_t mint, uint64_t *ret_removed);
 /* See CHECKPOINT above. BASE_E_INVAL without a WAL. One at a time. */
 int tsdb_head_checkpoint(tsdb_head *h, int64_t cutoff, char *err, size_t errlen);
+/* The head's WAL (NULL in memory only), for its readers (wal.h HOLD). */
+tsdb_wal *tsdb_head_wal(tsdb_head *h);
 /* WAL bytes a replay would apply after the newest checkpoint (0 without
  * a WAL): the segments replayed at open plus what was written since. */
 uint64_t tsdb_head_wal_bytes_since_checkpoint(tsdb_head *h);

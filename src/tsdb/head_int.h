@@ -16,7 +16,8 @@ extern int tsdb__head_replay_threads;
 
 /* When non-zero, overrides every head's checkpoint threshold (opts.
  * checkpoint_bytes) in tsdb_head_checkpoint_due: tests and
- * bench/tsdb_replay.c set it (the database has no option for it yet). */
+ * bench/tsdb_replay.c set it (the database passes its own
+ * opts.checkpoint_bytes, --storage.tsdb.wal-checkpoint-size). */
 extern uint64_t tsdb__head_checkpoint_bytes;
 
 /* When non-zero, the chunk bytes past which a checkpoint splits one

@@ -7,6 +7,10 @@
  * last one written), the sticky error, the fd and segment number. The
  * leader writes with mu released; only the leader rolls segments, and the
  * checkpoint's roll waits until no leader is active and becomes one.
+ * The hold (wal.h HOLD) is an atomic stored under hold_mu, which a
+ * checkpoint's commit holds while it deletes segments; seg_now mirrors
+ * seg for lock-free readers. The frame reader and the listing are free
+ * functions shared with replay: readers need no tsdb_wal.
  */
 #include "tsdb/wal.h"
 
@@ -15,6 +19,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +149,12 @@ struct tsdb_wal {
     int64_t last_sync_ns;
     tsdb_wal_stats st;
     uint64_t tail; /* stats.tail_bytes (under mu) */
+    /* tsdb_wal_hold's segment (0: none). Stored under hold_mu, which a
+     * checkpoint's commit holds while it deletes segments, so a hold that
+     * has returned is seen by every later deletion. */
+    _Atomic uint64_t hold;
+    pthread_mutex_t hold_mu;
+    _Atomic uint64_t seg_now; /* seg, for readers that hold no lock */
 };
 
 static void seterr(char *err, size_t errlen, const char *what, const char *path, int e) {
@@ -195,6 +206,7 @@ static int open_segment(tsdb_wal *w, uint64_t seg) {
     }
     w->fd = fd;
     w->seg = seg;
+    atomic_store(&w->seg_now, seg);
     w->seg_bytes = (uint64_t)sb.st_size;
     w->st.segment = seg;
     fsync_dir(w->dir);
@@ -331,6 +343,7 @@ int tsdb_wal_close(tsdb_wal *w) {
         close(w->fd);
     }
     pthread_mutex_destroy(&w->mu);
+    pthread_mutex_destroy(&w->hold_mu);
     pthread_cond_destroy(&w->cv);
     base_buf_free(&w->cur);
     base_buf_free(&w->spare);
@@ -447,9 +460,53 @@ static int unsnappy(const uint8_t *in, size_t n, uint8_t **buf, size_t *cap, siz
     return 0;
 }
 
+/* Reads one frame (see tsdb_wal_frame_read); *why gets the reason of a
+ * BASE_E_TRUNCATED or BASE_E_PARSE, for replay's report. */
+static int frame_read(const uint8_t *p, size_t len, uint8_t **zbuf, size_t *zcap, const uint8_t **ret_rec,
+                      size_t *ret_len, size_t *ret_used, const char **why) {
+    if (len < TSDB_WAL_FRAME_HDR) {
+        *why = "torn frame header";
+        return BASE_E_TRUNCATED;
+    }
+    uint32_t h = get32(p);
+    uint32_t n = h & ~TSDB_WAL_FRAME_SNAPPY;
+    if (n == 0 || n > TSDB_WAL_RECORD_MAX) {
+        *why = "bad record length";
+        return BASE_E_PARSE;
+    }
+    if (len - TSDB_WAL_FRAME_HDR < n) {
+        *why = "record runs past the end of the file";
+        return BASE_E_TRUNCATED;
+    }
+    if (tsdb_crc32c(tsdb_crc32c(0, p, 4), p + TSDB_WAL_FRAME_HDR, n) != get32(p + 4)) {
+        *why = "CRC mismatch";
+        return BASE_E_PARSE;
+    }
+    const uint8_t *rec = p + TSDB_WAL_FRAME_HDR;
+    size_t rlen = n;
+    if (h & TSDB_WAL_FRAME_SNAPPY) {
+        int e = unsnappy(rec, n, zbuf, zcap, &rlen);
+        if (e) {
+            *why = "bad compressed record";
+            return e;
+        }
+        rec = *zbuf;
+    }
+    *ret_rec = rec;
+    *ret_len = rlen;
+    *ret_used = TSDB_WAL_FRAME_HDR + (size_t)n;
+    return 0;
+}
+
+int tsdb_wal_frame_read(const uint8_t *p, size_t len, uint8_t **zbuf, size_t *zcap, const uint8_t **ret_rec,
+                        size_t *ret_len, size_t *ret_used) {
+    const char *why = NULL;
+    return frame_read(p, len, zbuf, zcap, ret_rec, ret_len, ret_used, &why);
+}
+
 /* Replays one file. last: 1 truncates at the first bad frame (2: the tail
  * of a read-only open, skipped instead). Returns 0 or
- * fn's error / BASE_E_IO. */
+ * fn's error / BASE_E_IO / BASE_E_NOMEM. */
 static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn fn, void *ctx,
                        tsdb_wal_report *r) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -476,40 +533,19 @@ static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn 
     int e = 0;
     const char *why = NULL;
     while (off < size) {
-        if (size - off < TSDB_WAL_FRAME_HDR) {
-            why = "torn frame header";
+        const uint8_t *rec;
+        size_t rlen, used;
+        e = frame_read(m + off, size - off, &zbuf, &zcap, &rec, &rlen, &used, &why);
+        if (e == BASE_E_TRUNCATED || e == BASE_E_PARSE) {
+            e = 0;
             break;
         }
-        uint32_t n = get32(m + off) & ~TSDB_WAL_FRAME_SNAPPY;
-        int z = (get32(m + off) & TSDB_WAL_FRAME_SNAPPY) != 0;
-        if (n == 0 || n > TSDB_WAL_RECORD_MAX) {
-            why = "bad record length";
-            break;
-        }
-        if (size - off - TSDB_WAL_FRAME_HDR < n) {
-            why = "record runs past the end of the file";
-            break;
-        }
-        uint32_t c = tsdb_crc32c(tsdb_crc32c(0, m + off, 4), m + off + TSDB_WAL_FRAME_HDR, n);
-        if (c != get32(m + off + 4)) {
-            why = "CRC mismatch";
-            break;
-        }
-        const uint8_t *rec = m + off + TSDB_WAL_FRAME_HDR;
-        size_t rlen = n;
-        if (z) {
-            if ((e = unsnappy(rec, n, &zbuf, &zcap, &rlen)) == BASE_E_PARSE) {
-                why = "bad compressed record";
-                e = 0;
-                break;
-            }
-            if (e) break;
-            rec = zbuf;
-        }
+        why = NULL;
+        if (e) break;
         if (fn && (e = fn(ctx, rec, rlen, ckpt))) break;
         r->records++;
         r->bytes += rlen;
-        off += TSDB_WAL_FRAME_HDR + (size_t)n;
+        off += used;
     }
     if (m) munmap((void *)m, size);
     free(zbuf);
@@ -527,6 +563,19 @@ static int replay_file(const char *path, int last, int ckpt, tsdb_wal_replay_fn 
     return 0;
 }
 
+int tsdb_wal_list(const char *dir, uint64_t **ret, size_t *ret_n, uint64_t *ret_ckpt) {
+    scan s;
+    int e = scan_dir(dir, &s, 1);
+    if (e) {
+        free(s.segs);
+        return e;
+    }
+    *ret = s.segs;
+    *ret_n = s.nsegs;
+    *ret_ckpt = s.has_ckpt ? s.ckpt : 0;
+    return 0;
+}
+
 int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn fn, void *ctx,
                   tsdb_wal_report *ret_report, tsdb_wal **ret, char *err, size_t errlen) {
     tsdb_wal_report rep;
@@ -536,6 +585,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
         return BASE_E_LIMIT;
     }
     int ro = opts && opts->read_only;
+    uint64_t hold_from = opts ? opts->hold_from : 0;
     struct stat dsb;
     if (ro ? stat(dir, &dsb) && errno != ENOENT : mkdir(dir, 0755) && errno != EEXIST) {
         seterr(err, errlen, ro ? "stat" : "mkdir", dir, errno);
@@ -559,7 +609,7 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     for (size_t i = 0; i < s.nsegs && !e; i++) {
         snprintf(path, sizeof path, "%s/%08" PRIu64, dir, s.segs[i]);
         if (s.has_ckpt && s.segs[i] < s.ckpt) { /* covered by the checkpoint */
-            if (!ro) (void)unlink(path);
+            if (!ro && !(hold_from && s.segs[i] >= hold_from)) (void)unlink(path);
             continue;
         }
         if (have_prev && s.segs[i] != prev + 1)
@@ -597,7 +647,9 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     w->tail = tail_bytes;
     w->cur_batch = 1;
     w->last_sync_ns = mono_ns();
+    atomic_init(&w->hold, hold_from);
     pthread_mutex_init(&w->mu, NULL);
+    pthread_mutex_init(&w->hold_mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (ro) {
         w->err = BASE_E_INVAL; /* sticky: every append fails */
@@ -611,6 +663,20 @@ int tsdb_wal_open(const char *dir, const tsdb_wal_opts *opts, tsdb_wal_replay_fn
     if (ret_report) *ret_report = rep;
     *ret = w;
     return 0;
+}
+
+void tsdb_wal_hold(tsdb_wal *w, uint64_t seg) {
+    pthread_mutex_lock(&w->hold_mu);
+    atomic_store(&w->hold, seg);
+    pthread_mutex_unlock(&w->hold_mu);
+}
+
+uint64_t tsdb_wal_held(tsdb_wal *w) {
+    return atomic_load_explicit(&w->hold, memory_order_relaxed);
+}
+
+uint64_t tsdb_wal_segment(tsdb_wal *w) {
+    return atomic_load(&w->seg_now);
 }
 
 /* ---- checkpoints -------------------------------------------------------- */
@@ -663,6 +729,10 @@ int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len) {
     return tsdb_wal_ckpt_add_z(c, rec, len, c->w->o.compress);
 }
 
+uint64_t tsdb_wal_ckpt_number(const tsdb_wal_ckpt *c) {
+    return c->n;
+}
+
 uint64_t tsdb_wal_ckpt_bytes(const tsdb_wal_ckpt *c) {
     return c->bytes;
 }
@@ -707,12 +777,15 @@ int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen) {
     pthread_mutex_lock(&c->w->mu);
     c->w->tail = c->w->tail > c->roll_tail ? c->w->tail - c->roll_tail : 0;
     pthread_mutex_unlock(&c->w->mu);
-    /* The checkpoint is in place: drop what it replaces. */
+    /* The checkpoint is in place: drop what it replaces, but the held
+     * segments (hold_mu keeps the hold from moving down meanwhile). */
+    pthread_mutex_lock(&c->w->hold_mu);
+    uint64_t hold = atomic_load(&c->w->hold);
     scan s;
     if (!scan_dir(c->w->dir, &s, 0)) {
         char path[4200];
         for (size_t i = 0; i < s.nsegs; i++) {
-            if (s.segs[i] >= c->n) continue;
+            if (s.segs[i] >= c->n || (hold && s.segs[i] >= hold)) continue;
             snprintf(path, sizeof path, "%s/%08" PRIu64, c->w->dir, s.segs[i]);
             (void)unlink(path);
         }
@@ -727,6 +800,7 @@ int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen) {
         }
         if (d) closedir(d);
     }
+    pthread_mutex_unlock(&c->w->hold_mu);
     free(s.segs);
     close(c->fd);
     base_buf_free(&c->buf);

@@ -63,10 +63,33 @@
  * without a marker) and replay goes on with the next segment. Either way
  * the damage is counted in tsdb_wal_report and described once in its
  * `first_error`; open never fails because of damaged content. Leftover
- * segments older than the checkpoint and *.tmp checkpoints are deleted.
+ * segments older than the checkpoint and *.tmp checkpoints are deleted,
+ * except segments numbered >= opts.hold_from (see HOLD): those are kept
+ * but not replayed (the checkpoint covers them), and do not count in
+ * tail_bytes nor in the "segment(s) missing" check.
  * Writes then go to a fresh segment numbered after the last one. With
  * opts.read_only nothing on disk changes (damage is reported and skipped,
  * a missing directory reads as empty) and no segment is opened.
+ *
+ * HOLD (for readers of the WAL, e.g. remote write). tsdb_wal_hold(w, s)
+ * keeps every segment numbered >= s from being deleted by checkpoints
+ * (segments < s are deleted as usual; 0 releases the hold), so a reader
+ * that is behind never loses a segment it has not read. A checkpoint's
+ * deletion and a hold are serialised: once tsdb_wal_hold returns, no later
+ * deletion removes a segment >= s (one deleted before the call is gone:
+ * a reader that sets its first hold checks that its segment still exists
+ * and otherwise starts from the checkpoint). Held segments cost disk
+ * space (the database's size retention counts the whole WAL directory)
+ * but never replay time: once a checkpoint covers them they are skipped.
+ * A reader that restarts on a held segment older than the checkpoint
+ * reads the checkpoint's series records, then the held segments: the
+ * head writes into checkpoints the series that those segments still
+ * name (head.h CHECKPOINT), so every sample's ref resolves.
+ *
+ * READING (tsdb_wal_frame_read, tsdb_wal_list) needs no tsdb_wal: a
+ * reader in another thread or process lists the directory, reads
+ * segments while the writer appends (a frame cut short at the end of the
+ * file is BASE_E_TRUNCATED: come back later) and holds what it needs.
  *
  * THREADS. enqueue/wait/log may be called from any number of threads.
  * Checkpoints and close are for one thread at a time; close must not race
@@ -100,6 +123,9 @@ typedef struct tsdb_wal_opts {
     int read_only;             /* replay only: nothing is created, truncated,
                                 * deleted or written; appends fail with
                                 * BASE_E_INVAL (tools reading a live dir) */
+    uint64_t hold_from;        /* 0: none; else segments >= hold_from are
+                                * kept at open (see REPLAY) and the hold
+                                * starts there (tsdb_wal_hold) */
 } tsdb_wal_opts;
 
 typedef struct tsdb_wal_report {
@@ -166,7 +192,8 @@ void tsdb_wal_stats_get(tsdb_wal *w, tsdb_wal_stats *ret);
 /* Checkpoint: begin writes out everything pending, starts segment N and
  * returns a writer for checkpoint.N (which stands for all segments < N);
  * add appends one record; commit syncs, renames it into place, then
- * deletes segments < N and older checkpoints. abort discards it. The
+ * deletes segments < N (but held ones, see HOLD) and older checkpoints.
+ * abort discards it. The
  * caller must make sure the records it adds describe everything that
  * segments < N held (see head.c). */
 typedef struct tsdb_wal_ckpt tsdb_wal_ckpt;
@@ -175,10 +202,40 @@ int tsdb_wal_ckpt_add(tsdb_wal_ckpt *c, const void *rec, size_t len);
 /* Same, compressing the record only when compress != 0 (and it pays):
  * records that do not compress (encoded chunks) skip the attempt. */
 int tsdb_wal_ckpt_add_z(tsdb_wal_ckpt *c, const void *rec, size_t len, int compress);
+/* N: the checkpoint's number (the segment begin started). */
+uint64_t tsdb_wal_ckpt_number(const tsdb_wal_ckpt *c);
 /* Bytes framed into the checkpoint so far. */
 uint64_t tsdb_wal_ckpt_bytes(const tsdb_wal_ckpt *c);
 int tsdb_wal_ckpt_commit(tsdb_wal_ckpt *c, char *err, size_t errlen);
 void tsdb_wal_ckpt_abort(tsdb_wal_ckpt *c);
+
+/* ---- hold and reading (see HOLD, READING) ------------------------------- */
+
+/* Segments numbered >= seg are not deleted by checkpoints while held (a
+ * remote-write reader still reads them); seg 0 releases the hold. The
+ * latest call wins (the remote module passes the minimum over its
+ * queues). Thread-safe and cheap (an uncontended mutex; a checkpoint
+ * deleting segments holds it for as long as its unlinks take). */
+void tsdb_wal_hold(tsdb_wal *w, uint64_t seg);
+/* The current hold (0: none). */
+uint64_t tsdb_wal_held(tsdb_wal *w);
+/* The segment being written now (0 for a read-only WAL); any thread. */
+uint64_t tsdb_wal_segment(tsdb_wal *w);
+
+/* Reads the frame at p[0..len). 0: the record is *ret_rec, *ret_len bytes
+ * (pointing into p, or into *zbuf when the frame is compressed: *zbuf /
+ * *zcap grow as needed, the caller frees *zbuf), the frame's size on disk
+ * is *ret_used. BASE_E_TRUNCATED: p holds only part of a frame (a writer
+ * may still be adding it, or a torn tail). BASE_E_PARSE: damaged (bad
+ * length, CRC, or a compressed payload that does not decompress).
+ * BASE_E_NOMEM. Out-parameters are written only on success. */
+int tsdb_wal_frame_read(const uint8_t *p, size_t len, uint8_t **zbuf, size_t *zcap, const uint8_t **ret_rec,
+                        size_t *ret_len, size_t *ret_used);
+/* The WAL directory's segment numbers, ascending (*ret malloc'ed, caller
+ * frees; NULL when there are none), and the newest committed checkpoint's
+ * number in *ret_ckpt (0: none). Changes nothing on disk. BASE_E_IO when
+ * dir cannot be read, BASE_E_NOMEM. */
+int tsdb_wal_list(const char *dir, uint64_t **ret, size_t *ret_n, uint64_t *ret_ckpt);
 
 /* CRC-32C of buf, continuing from crc (0 to start). */
 uint32_t tsdb_crc32c(uint32_t crc, const void *buf, size_t len);
