@@ -31,7 +31,7 @@
  *
  * Not done: CORS headers (http_response carries one extra header; Allow
  * uses it), httprouter's redirects of a trailing slash or a mis-cased
- * path, multipart bodies, remote read and write.
+ * path, multipart bodies, remote read. Remote write: api_write.c.
  */
 #include <libdeflate.h>
 #include <math.h>
@@ -579,6 +579,7 @@ typedef enum {
     R_DELETE_SERIES,
     R_CLEAN_TOMBSTONES,
     R_SNAPSHOT,
+    R_WRITE,
 } route_id;
 
 static const struct {
@@ -606,6 +607,7 @@ static const struct {
     {"/admin/tsdb/delete_series", R_DELETE_SERIES, M_POST | M_PUT},
     {"/admin/tsdb/clean_tombstones", R_CLEAN_TOMBSTONES, M_POST | M_PUT},
     {"/admin/tsdb/snapshot", R_SNAPSHOT, M_POST | M_PUT},
+    {"/write", R_WRITE, M_POST},
 };
 
 static unsigned method_bit(const char *m) {
@@ -625,6 +627,8 @@ static void method_not_allowed(http_response *resp, unsigned methods) {
         allow = "DELETE, GET, OPTIONS, POST";
     else if (methods == (M_POST | M_PUT))
         allow = "OPTIONS, POST, PUT";
+    else if (methods == M_POST)
+        allow = "OPTIONS, POST";
     http_respond_text(resp, 405, "Method Not Allowed\n");
     resp->extra_header_name = "Allow";
     resp->extra_header_value = allow;
@@ -666,6 +670,10 @@ void server__api(server *s, const http_request *req, http_response *resp) {
     }
     if (!s->ready) {
         http_respond_text(resp, 503, "Service Unavailable");
+        return;
+    }
+    if (found >= 0 && routes[found].id == R_WRITE) { /* a protobuf body, not a form */
+        server__api_write(s, req, resp);
         return;
     }
     api_ctx c = {.s = s, .req = req, .resp = resp};
@@ -715,6 +723,7 @@ void server__api(server *s, const http_request *req, http_response *resp) {
     case R_DELETE_SERIES: server__api_delete_series(&c); break;
     case R_CLEAN_TOMBSTONES: server__api_clean_tombstones(&c); break;
     case R_SNAPSHOT: server__api_snapshot(&c); break;
+    case R_WRITE: break; /* handled above */
     }
     http_form_free(&c.form);
 }

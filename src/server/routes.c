@@ -4,7 +4,8 @@
  *   GET  /-/healthy, /-/ready (503 until the first configuration runs)
  *   POST|PUT /-/reload, /-/quit  (403 "Lifecycle API is not enabled." without
  *        --web.enable-lifecycle)
- *   /api/v1/...  Prometheus's HTTP API (api.c)
+ *   /api/v1/...  Prometheus's HTTP API (api.c; remote write: api_write.c)
+ *   GET  /federate (federate.c)
  *   GET  /metrics (text 0.0.4 or OpenMetrics by Accept)
  *   GET  / (links)
  * Handlers run on libmicrohttpd's threads, several at once.
@@ -284,6 +285,7 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
         if (s->rules) rules_metrics(s, &ms);
         if (s->notify) notify_metrics(s, &ms);
     }
+    server__rx_metrics(s, &ms);
     expo_format fmt = http_prefers_openmetrics(req->accept) ? EXPO_FMT_OPENMETRICS : EXPO_FMT_TEXT;
     base_buf b;
     base_buf_init(&b, 0);
@@ -333,6 +335,10 @@ void server__handle(void *ctx, const http_request *req, http_response *resp) {
     }
     if (strcmp(p, "/-/reload") == 0 || strcmp(p, "/-/quit") == 0) {
         lifecycle(s, req, resp, p[3] == 'q');
+        return;
+    }
+    if (strcmp(p, "/federate") == 0) {
+        server__federate(s, req, resp);
         return;
     }
     if (!is_get(req)) {

@@ -252,6 +252,8 @@ int server_main(int argc, char **argv) {
          "Enable shutdown and reload via HTTP request."},
         {"web.enable-admin-api", BASE_FLAG_BOOL, &f->admin_api,
          "Enable API endpoints for admin control actions."},
+        {"web.enable-remote-write-receiver", BASE_FLAG_BOOL, &f->remote_write_receiver,
+         "Enable API endpoint accepting remote write requests."},
         {"web.max-request-size", BASE_FLAG_SIZE, &f->max_body, "Largest request body accepted."},
         {"web.config.file", BASE_FLAG_STRING, &f->web_config_file,
          "[EXPERIMENTAL] Path to configuration file that can enable TLS or authentication."},
@@ -287,7 +289,7 @@ int server_main(int argc, char **argv) {
         {"alertmanager.notification-queue-capacity", BASE_FLAG_INT, &f->notify_queue_capacity,
          "The capacity of the queue for pending Alertmanager notifications."},
     };
-    size_t nflags = 19;
+    size_t nflags = 20;
     nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
     s.flag_table = flags;
     s.nflags = nflags;

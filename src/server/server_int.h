@@ -9,6 +9,8 @@
  *   api_series.c  series, labels, label/<name>/values
  *   api_status.c  status endpoints, targets, metadata, admin
  *   api_rules.c   rules, alerts, alertmanagers
+ *   api_write.c   remote write receiver (POST /api/v1/write)
+ * And outside /api/v1: federate.c (GET /federate).
  */
 #ifndef KELVIN_SERVER_SERVER_INT_H
 #define KELVIN_SERVER_SERVER_INT_H
@@ -36,7 +38,20 @@ typedef struct server_flags {
     const char *external_url_flag;
     int64_t outage_tolerance_ms, grace_period_ms, resend_delay_ms, notify_queue_capacity;
     int drain_notify_queue;
+    int remote_write_receiver; /* --web.enable-remote-write-receiver */
 } server_flags;
+
+/* The remote write receiver's and federation's counters (api_write.c,
+ * federate.c), shown on /metrics by server__rx_metrics. */
+typedef struct server_rx_stats {
+    atomic_ullong requests[4];            /* answered 204, 400, 500, 404 (receiver disabled) */
+    atomic_ullong samples_appended;       /* accepted by the head */
+    atomic_ullong samples_rejected;       /* refused by the head: out of order, duplicate, too old */
+    atomic_ullong samples_dropped;        /* behind an earlier sample of the same request (2.42 drops them) */
+    atomic_ullong samples_invalid_labels; /* in series whose labels kelvin cannot hold */
+    atomic_ullong exemplars_dropped;      /* kelvin keeps no exemplars */
+    atomic_ullong federate_errors;        /* prometheus_web_federation_errors_total */
+} server_rx_stats;
 
 typedef struct server {
     server_flags flags;
@@ -65,6 +80,7 @@ typedef struct server {
     char cwd[4096];
     char external_url[2048]; /* --web.external-url, or http://<hostname>:<port> */
     atomic_ullong reloads, reload_failures;
+    server_rx_stats rx;
 } server;
 
 /* Loads and applies the configuration file again (see server.c). 0, or an
@@ -181,6 +197,13 @@ void server__api_alertmanagers(api_ctx *c);
 void server__api_delete_series(api_ctx *c);
 void server__api_clean_tombstones(api_ctx *c);
 void server__api_snapshot(api_ctx *c);
+/* POST /api/v1/write (api_write.c), before any form parsing. */
+void server__api_write(server *s, const http_request *req, http_response *resp);
+/* GET /federate (federate.c): every method, readiness included. */
+void server__federate(server *s, const http_request *req, http_response *resp);
+/* The receiver's and federation's counters, for /metrics. */
+struct expo_mset;
+void server__rx_metrics(server *s, struct expo_mset *ms);
 
 /* Parses every match[] of the form into matcher sets. nonempty: refuse a
  * set whose matchers all match "" (2.42's parseMatchersParam). 0, or -1
