@@ -711,6 +711,24 @@ int scrape_manager_metric_metadata_json(scrape_manager *m, base_str metric, long
     return e;
 }
 
+void scrape_manager_metadata_each(scrape_manager *m, scrape_metadata_fn fn, void *ctx) {
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->npools; i++) {
+        sc_pool *p = m->pools[i];
+        if (!p->cfg) continue;
+        for (size_t k = 0; k < p->nloops; k++) {
+            sc_loop *l = p->loops[k];
+            pthread_mutex_lock(&l->mu);
+            for (size_t b = 0; b < l->nmeta_b; b++)
+                for (sc_meta *md = l->meta[b]; md; md = md->next)
+                    fn(ctx, (base_str){md->name, md->name_len}, md->type, (base_str){md->help, md->help_len},
+                       (base_str){md->unit, md->unit_len});
+            pthread_mutex_unlock(&l->mu);
+        }
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
 void scrape_manager_metrics(scrape_manager *m, expo_mset *ms) {
     expo_family *ft =
         expo_mset_family(ms, "kelvin_scrape_targets", EXPO_GAUGE, "Active scrape targets per job.", NULL);

@@ -87,6 +87,14 @@ int scrape_manager_metadata_json(scrape_manager *m, labels_matcher *const *ms, s
  * distinct entries, names sorted; limit counts metrics, 0: {}, < 0: none;
  * metric: exact bytes, empty for all). */
 int scrape_manager_metric_metadata_json(scrape_manager *m, base_str metric, long limit, base_buf *out);
+/* Every metadata entry (HELP/TYPE/UNIT of a metric family) of every active
+ * target, one call of fn each, in no particular order and with repeats
+ * across targets (remote write's metadata_config source: it keeps one of
+ * each). The views are valid during the call only; fn runs under the
+ * manager's and the target's locks, so it must be quick and must not call
+ * the scrape manager. */
+typedef void (*scrape_metadata_fn)(void *ctx, base_str family, expo_type type, base_str help, base_str unit);
+void scrape_manager_metadata_each(scrape_manager *m, scrape_metadata_fn fn, void *ctx);
 /* Kelvin's own figures (targets, scrapes, failures by reason, samples
  * appended, memory of the pools) as kelvin_scrape_* families. */
 void scrape_manager_metrics(scrape_manager *m, expo_mset *ms);

@@ -7,7 +7,7 @@
  *   /api/v1/...  Prometheus's HTTP API (api.c; remote write: api_write.c)
  *   GET  /federate (federate.c)
  *   GET  /metrics (text 0.0.4 or OpenMetrics by Accept)
- *   GET  / (links)
+ *   GET  / and /ui/... the web UI (src/ui: embedded files, gzip, ETag, caching)
  * Handlers run on libmicrohttpd's threads, several at once.
  */
 #include <signal.h>
@@ -25,16 +25,12 @@
 #include "expo/expo.h"
 #include "labels/labels.h"
 #include "notify/notify.h"
+#include "remote/remote.h"
 #include "rules/manager.h"
 #include "server/server_int.h"
+#include "ui/ui.h"
 
-static const char landing[] =
-    "<!doctype html><html><head><title>Kelvin</title></head><body>"
-    "<h1>Kelvin server</h1><p>Prometheus-compatible scraping and storage for GPU clusters.</p><ul>"
-    "<li><a href=\"api/v1/targets\">targets</a> (JSON)</li>"
-    "<li><a href=\"api/v1/targets/metadata\">target metadata</a> (JSON)</li>"
-    "<li><a href=\"api/v1/status/config\">configuration</a> (JSON)</li>"
-    "<li><a href=\"metrics\">the server's own metrics</a></li></ul></body></html>\n";
+#include <microhttpd.h>
 
 static int is_get(const http_request *req) {
     return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
@@ -284,6 +280,7 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
         disc_metrics(s, &ms);
         if (s->rules) rules_metrics(s, &ms);
         if (s->notify) notify_metrics(s, &ms);
+        if (s->remote) remote_metrics(s->remote, &ms);
     }
     server__rx_metrics(s, &ms);
     expo_format fmt = http_prefers_openmetrics(req->accept) ? EXPO_FMT_OPENMETRICS : EXPO_FMT_TEXT;
@@ -293,6 +290,32 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
     if (ms.err || expo_write(sets, 1, fmt, &b) != 0) base_buf_free(&b), b.err = BASE_E_NOMEM;
     expo_mset_free(&ms);
     http_respond_buf(resp, 200, fmt == EXPO_FMT_OPENMETRICS ? EXPO_CT_OPENMETRICS : EXPO_CT_TEXT, &b);
+}
+
+/* ---- the web UI ---------------------------------------------------------- */
+
+/* http_response carries one extra header: an immutable asset gets its
+ * Cache-Control (its URL names the build), index.html its ETag (so the
+ * browser revalidates it and gets 304 while the build is the same).
+ * If-None-Match is read from libmicrohttpd directly until http.h has an
+ * accessor for request headers. */
+static void ui_static(void *arg) {
+    (void)arg;
+}
+
+static void serve_ui(const http_request *req, http_response *resp) {
+    const char *inm =
+        req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "If-None-Match") : NULL;
+    ui_reply r;
+    ui_serve(req->path, http_accepts_gzip(req->accept_encoding), inm, &r);
+    http_respond_owned(resp, r.status, r.content_type, r.content_encoding, r.body, r.len, ui_static, NULL);
+    if (r.etag && r.cache_control && strcmp(r.cache_control, "no-cache") != 0) {
+        resp->extra_header_name = "Cache-Control";
+        resp->extra_header_value = r.cache_control;
+    } else if (r.etag) {
+        resp->extra_header_name = "ETag";
+        resp->extra_header_value = r.etag;
+    }
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -354,9 +377,8 @@ void server__handle(void *ctx, const http_request *req, http_response *resp) {
             http_respond_text(resp, 503, "Service Unavailable\n");
     } else if (strcmp(p, "/metrics") == 0) {
         self_metrics(s, req, resp);
-    } else if (strcmp(p, "/") == 0) {
-        http_respond_text(resp, 200, landing);
-        resp->content_type = "text/html; charset=utf-8";
+    } else if (ui_handles(p)) {
+        serve_ui(req, resp);
     } else {
         http_respond_text(resp, 404, "404 page not found\n");
     }

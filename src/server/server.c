@@ -42,6 +42,7 @@
 #include "base/log.h"
 #include "base/time.h"
 #include "notify/notify.h"
+#include "remote/remote.h"
 #include "rules/manager.h"
 #include "server/server_int.h"
 
@@ -132,6 +133,7 @@ static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err,
     if (rc == 0 && (rc = scrape_manager_apply(s->scrape, c, err, errlen)) == 0)
         rc = disc_manager_apply(s->disc, c, err, errlen);
     if (rc == 0) rc = notify_apply_config(s->notify, c, err, errlen);
+    if (rc == 0) rc = remote_manager_apply(s->remote, c, err, errlen);
     if (rc != 0) {
         rules_loaded_free(rl);
         if (ext) labels_unref(ext);
@@ -141,7 +143,8 @@ static int apply_config(server *s, cfg_config *c, int rc, int64_t t0, char *err,
             char e2[256];
             if (scrape_manager_apply(s->scrape, s->cfg, e2, sizeof e2) != 0 ||
                 disc_manager_apply(s->disc, s->cfg, e2, sizeof e2) != 0 ||
-                notify_apply_config(s->notify, s->cfg, e2, sizeof e2) != 0)
+                notify_apply_config(s->notify, s->cfg, e2, sizeof e2) != 0 ||
+                remote_manager_apply(s->remote, s->cfg, e2, sizeof e2) != 0)
                 base_log(BASE_LOG_ERROR, "restoring the previous configuration failed", "err", e2, NULL);
         }
         cfg_free(c);
@@ -191,6 +194,12 @@ static void disc_to_scrape(void *ctx, const char *set, const disc_group *const *
         scrape_manager_sync(s->scrape, set, groups, n);
 }
 
+/* remote write's metadata_config source: the scrape cache's HELP/TYPE/UNIT. */
+static void remote_metadata(void *ctx, remote_metadata_emit emit, void *ectx) {
+    server *s = ctx;
+    scrape_manager_metadata_each(s->scrape, emit, ectx);
+}
+
 static void notify_rules(void *ctx, const rules_notice *alerts, size_t n) {
     server *s = ctx;
     notify_send(s->notify, alerts, n);
@@ -236,13 +245,15 @@ int server_main(int argc, char **argv) {
     f->query_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu;
     tsdb_db_flagvars tv;
     tsdb_db_flagvars_init(&tv);
+    remote_flagvars rv;
+    remote_flagvars_init(&rv);
     f->external_url_flag = "";
     f->outage_tolerance_ms = 3600 * 1000;
     f->grace_period_ms = 600 * 1000;
     f->resend_delay_ms = 60 * 1000;
     f->notify_queue_capacity = 10000;
 
-    base_flag flags[24 + TSDB_DB_NFLAGS] = {
+    base_flag flags[24 + TSDB_DB_NFLAGS + REMOTE_NFLAGS] = {
         {"config.file", BASE_FLAG_STRING, &f->config_file,
          "Prometheus configuration file path. Without the flag and without a prometheus.yml here, an "
          "embedded configuration scrapes this server and a local agent on :9400."},
@@ -291,6 +302,7 @@ int server_main(int argc, char **argv) {
     };
     size_t nflags = 20;
     nflags += tsdb_db_flags(&tv, flags + nflags, TSDB_DB_NFLAGS);
+    nflags += remote_flags(&rv, flags + nflags, REMOTE_NFLAGS);
     s.flag_table = flags;
     s.nflags = nflags;
 
@@ -312,7 +324,10 @@ int server_main(int argc, char **argv) {
         return 2;
     }
     tsdb_db_opts dbo;
-    if (tsdb_db_flags_apply(&tv, &dbo, err, sizeof err) != 0) {
+    remote_opts rmo;
+    remote_opts_default(&rmo);
+    if (tsdb_db_flags_apply(&tv, &dbo, err, sizeof err) != 0 ||
+        remote_flags_apply(&rv, &rmo, err, sizeof err) != 0) {
         fprintf(stderr, "kelvin server: %s (see --help)\n", err);
         return 2;
     }
@@ -378,6 +393,9 @@ int server_main(int argc, char **argv) {
     tsdb_db_report rep;
     int64_t t0 = base_mono_ns();
     base_log(BASE_LOG_INFO, "Starting TSDB ...", "path", dbo.path, NULL);
+    /* The WAL segments the remote_write queues have not finished stay
+     * (the embedded default configuration has no remote_write). */
+    dbo.wal.hold_from = first ? remote_hold_from(dbo.path, first) : 0;
     if ((rc = tsdb_db_open(&dbo, &s.db, &rep, err, sizeof err)) != 0) {
         base_log(BASE_LOG_ERROR, "Opening storage failed", "path", dbo.path, "err", err, NULL);
         goto out;
@@ -439,6 +457,14 @@ int server_main(int argc, char **argv) {
         base_log(BASE_LOG_ERROR, "cannot start the scrape manager", "err", err, NULL);
         goto out;
     }
+    rmo.data_dir = dbo.path;
+    rmo.db = s.db;
+    rmo.metadata = remote_metadata;
+    rmo.metadata_ctx = &s;
+    if ((rc = remote_manager_new(&rmo, &s.remote, err, sizeof err)) != 0) {
+        base_log(BASE_LOG_ERROR, "cannot start remote write", "err", err, NULL);
+        goto out;
+    }
     disc_opts dopt = {.sink = disc_to_scrape, .sink_ctx = &s};
     if ((rc = disc_manager_new(&dopt, &s.disc, err, sizeof err)) != 0) {
         base_log(BASE_LOG_ERROR, "cannot start service discovery", "err", err, NULL);
@@ -485,6 +511,10 @@ out:
     notify_free(s.notify);
     s.notify = NULL;
     disc_manager_free(s.disc);
+    /* remote write flushes (bounded by --storage.remote.flush-deadline)
+     * and saves its positions; its metadata source is the scrape manager */
+    remote_manager_free(s.remote);
+    s.remote = NULL;
     scrape_manager_free(s.scrape);
     if (s.engine) promql_engine_free(s.engine);
     if (s.db && tsdb_db_close(s.db) != 0) {

@@ -68,6 +68,7 @@ typedef struct server {
     disc_manager *disc;
     struct rules_manager *rules;
     struct notify_manager *notify;
+    struct remote_manager *remote; /* remote_write queues (NULL until started) */
     http_server *http;
     pthread_mutex_t reload_mu; /* one reload at a time */
     pthread_rwlock_t cfg_lock; /* readers of cfg (routes) vs the swap */

@@ -86,8 +86,9 @@
  *
  * CHECKPOINT. tsdb_head_checkpoint(cutoff) rolls the WAL to segment N,
  * writes into checkpoint.N every live series (series records), then the
- * held removed series (series records, see HELD SERIES), and each
- * series' chunks as they are in memory (record.h TSDB_REC_CHUNKS): its
+ * held removed series (series records, see HELD SERIES) -- every series
+ * record before the first chunks record: remote write's WAL reader stops
+ * reading a checkpoint there -- and each series' chunks as they are in memory (record.h TSDB_REC_CHUNKS): its
  * closed in-order chunks that end at or after cutoff (the last one always
  * when there is no open chunk: the last sample decides what is out of
  * order), its open chunk's staging stream, its OOO chunks that end at or
