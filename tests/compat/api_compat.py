@@ -294,7 +294,8 @@ def compare_status(f, purl, kurl):
                     f"{path} shape: prometheus {shape(pd)}, kelvin {shape(kd)}")
         else:
             missing = sorted(k for k in kd["data"] if k not in pd["data"] and not k.startswith(("scrape.threads", "query.threads",
-                             "web.max-request-size", "storage.tsdb.wal-sync", "storage.tsdb.out-of-order")))
+                             "web.max-request-size", "storage.tsdb.wal-sync", "storage.tsdb.out-of-order",
+                             "storage.tsdb.wal-checkpoint-size", "storage.remote.max-wal-hold")))
             f.check(not missing, f"{path}: kelvin flags Prometheus does not have: {missing}")
             for k in ("query.lookback-delta", "query.timeout", "query.max-concurrency", "query.max-samples",
                       "web.enable-admin-api", "storage.tsdb.retention.size", "storage.tsdb.min-block-duration"):
