@@ -632,14 +632,22 @@ static void free_static(void *arg) {
     (void)arg;
 }
 
-/* The configured headers (http_server_config.headers), except one the
- * response sets itself (as Go's Header().Set after the config's). */
-static void add_web_headers(struct MHD_Response *mr, const web_state *w, const char *skip1,
-                            const char *skip2) {
+/* Does the response set header name itself (one of its extra headers)? */
+static int sets_header(const http_response *r, const char *name) {
+    for (size_t i = 0; r && i < HTTP_MAX_EXTRA_HEADERS && r->extra[i].name; i++)
+        if (strcasecmp(r->extra[i].name, name) == 0) return 1;
+    return 0;
+}
+
+/* The configured headers (http_server_config.headers), except those the
+ * response sets itself (its extra headers and skip: as Go's Header().Set
+ * after the config's). */
+static void add_web_headers(struct MHD_Response *mr, const web_state *w, const http_response *r,
+                            const char *skip) {
     if (!w) return;
     for (size_t i = 0; i < w->cfg->n_headers; i++) {
         const http_webcfg_kv *h = &w->cfg->headers[i];
-        if ((skip1 && strcasecmp(h->key, skip1) == 0) || (skip2 && strcasecmp(h->key, skip2) == 0)) continue;
+        if ((skip && strcasecmp(h->key, skip) == 0) || sets_header(r, h->key)) continue;
         MHD_add_response_header(mr, h->key, h->value);
     }
 }
@@ -685,11 +693,12 @@ static enum MHD_Result queue(struct MHD_Connection *conn, http_response *r, cons
         if (r->free_fn) r->free_fn(r->free_arg);
         return MHD_NO;
     }
-    add_web_headers(mr, w, r->extra_header_name, NULL);
+    add_web_headers(mr, w, r, NULL);
     if (r->content_type) MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     if (r->content_encoding)
         MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_ENCODING, r->content_encoding);
-    if (r->extra_header_name) MHD_add_response_header(mr, r->extra_header_name, r->extra_header_value);
+    for (size_t i = 0; i < HTTP_MAX_EXTRA_HEADERS && r->extra[i].name; i++)
+        MHD_add_response_header(mr, r->extra[i].name, r->extra[i].value ? r->extra[i].value : "");
     enum MHD_Result ret = MHD_queue_response(conn, (unsigned)r->status, mr);
     MHD_destroy_response(mr);
     return ret;
@@ -701,7 +710,7 @@ static enum MHD_Result queue_unauthorized(struct MHD_Connection *conn, const web
     struct MHD_Response *mr =
         MHD_create_response_from_buffer(sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
     if (!mr) return MHD_NO;
-    add_web_headers(mr, w, "X-Content-Type-Options", NULL);
+    add_web_headers(mr, w, NULL, "X-Content-Type-Options");
     MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
     MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
@@ -888,6 +897,20 @@ void http_server_stop(http_server *s) {
 
 const char *http_request_arg(const http_request *req, const char *name) {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_request_header(const http_request *req, const char *name) {
+    if (!req || !req->conn || !name) return NULL;
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+int http_response_add_header(http_response *resp, const char *name, const char *value) {
+    for (size_t i = 0; i < HTTP_MAX_EXTRA_HEADERS; i++) {
+        if (resp->extra[i].name) continue;
+        resp->extra[i] = (http_header){name, value};
+        return 0;
+    }
+    return BASE_E_LIMIT;
 }
 
 void http_respond_copy(http_response *resp, int status, const char *content_type, const void *body,

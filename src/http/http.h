@@ -38,6 +38,16 @@ typedef struct http_request {
     void *conn; /* for http_request_arg() */
 } http_request;
 
+/* A response header the handler sets (static strings, or strings that
+ * outlive the response). */
+typedef struct http_header {
+    const char *name;
+    const char *value;
+} http_header;
+
+/* How many extra headers one response carries. */
+#define HTTP_MAX_EXTRA_HEADERS 4
+
 typedef struct http_response {
     int status;
     const char *content_type;     /* static string */
@@ -48,8 +58,18 @@ typedef struct http_response {
      * error). NULL: body is static or was copied by http_respond_copy(). */
     void (*free_fn)(void *free_arg);
     void *free_arg;
-    const char *extra_header_name; /* optional one extra header */
-    const char *extra_header_value;
+    /* Up to HTTP_MAX_EXTRA_HEADERS extra headers, sent in order; a NULL
+     * name ends the list. http_response_add_header() appends one.
+     * extra_header_name/value name the first slot (kept for the handlers
+     * that set one header directly). A header set here replaces a web
+     * config header of the same name (as Go's Header().Set does). */
+    union {
+        http_header extra[HTTP_MAX_EXTRA_HEADERS];
+        struct {
+            const char *extra_header_name;
+            const char *extra_header_value;
+        };
+    };
     /* A body written while it is sent (http_respond_stream), or NULL. */
     long (*fill)(void *arg, char *buf, size_t max);
 } http_response;
@@ -78,6 +98,14 @@ void http_server_stop(http_server *s);
 
 /* A query-string argument of the request, or NULL. */
 const char *http_request_arg(const http_request *req, const char *name);
+/* A request header (name matched without regard to case), or NULL; the
+ * string lives as long as the request. NULL too for a request without a
+ * connection (one built by a test). */
+const char *http_request_header(const http_request *req, const char *name);
+
+/* Appends a response header (name and value must outlive the response):
+ * 0, or BASE_E_LIMIT when HTTP_MAX_EXTRA_HEADERS are already set. */
+int http_response_add_header(http_response *resp, const char *name, const char *value);
 
 /* Copies body into the response (for small dynamic answers). */
 void http_respond_copy(http_response *resp, int status, const char *content_type, const void *body,

@@ -30,8 +30,6 @@
 #include "server/server_int.h"
 #include "ui/ui.h"
 
-#include <microhttpd.h>
-
 static int is_get(const http_request *req) {
     return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 }
@@ -294,28 +292,23 @@ static void self_metrics(server *s, const http_request *req, http_response *resp
 
 /* ---- the web UI ---------------------------------------------------------- */
 
-/* http_response carries one extra header: an immutable asset gets its
- * Cache-Control (its URL names the build), index.html its ETag (so the
- * browser revalidates it and gets 304 while the build is the same).
- * If-None-Match is read from libmicrohttpd directly until http.h has an
- * accessor for request headers. */
+/* An immutable asset gets its Cache-Control (its URL names the build),
+ * index.html "no-cache" and its ETag (so the browser revalidates it and
+ * gets 304 while the build is the same); both vary with Accept-Encoding
+ * (the gzip variant is served when accepted), so caches keep the two
+ * encodings apart. */
 static void ui_static(void *arg) {
     (void)arg;
 }
 
 static void serve_ui(const http_request *req, http_response *resp) {
-    const char *inm =
-        req->conn ? MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "If-None-Match") : NULL;
     ui_reply r;
-    ui_serve(req->path, http_accepts_gzip(req->accept_encoding), inm, &r);
+    ui_serve(req->path, http_accepts_gzip(req->accept_encoding), http_request_header(req, "If-None-Match"),
+             &r);
     http_respond_owned(resp, r.status, r.content_type, r.content_encoding, r.body, r.len, ui_static, NULL);
-    if (r.etag && r.cache_control && strcmp(r.cache_control, "no-cache") != 0) {
-        resp->extra_header_name = "Cache-Control";
-        resp->extra_header_value = r.cache_control;
-    } else if (r.etag) {
-        resp->extra_header_name = "ETag";
-        resp->extra_header_value = r.etag;
-    }
+    if (r.cache_control) http_response_add_header(resp, "Cache-Control", r.cache_control);
+    if (r.etag) http_response_add_header(resp, "ETag", r.etag);
+    if (r.status != 404) http_response_add_header(resp, "Vary", "Accept-Encoding");
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

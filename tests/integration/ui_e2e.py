@@ -4,9 +4,10 @@
 - starts `kelvin sim fleet` (4 nodes x 8 simulated GPUs, scenario xid-storm
   so the alert pack's GPUXidError fires) and `kelvin server` scraping it
   every second through file_sd, with rules/gpu.rules.yml;
-- checks the UI's serving: "/" is index.html with an ETag and answers 304
-  to If-None-Match, gzip when accepted (and the same bytes unzipped),
-  hashed assets immutable, unknown /ui/ paths 404;
+- checks the UI's serving: "/" is index.html with an ETag, no-cache and
+  Vary: Accept-Encoding, and answers 304 to If-None-Match, gzip when
+  accepted (and the same bytes unzipped), hashed assets immutable (with
+  their ETag and Vary), unknown /ui/ paths 404;
 - waits until the alert fires, then runs tests/integration/ui/e2e.mjs
   (playwright-core from the build's web/node_modules, Debian's chromium)
   over every page: no console errors, one heatmap cell per simulated GPU,
@@ -76,6 +77,8 @@ try:
     f.check(st == 200 and b"<!doctype html>" in body[:100] and hd.get("Content-Type", "").startswith("text/html"),
             f"/: {st} {hd.get('Content-Type')} {body[:80]!r}")
     f.check(etag is not None and etag.startswith('"'), f"/ has no ETag: {dict(hd)}")
+    f.check(hd.get("Vary") == "Accept-Encoding" and hd.get("Cache-Control") == "no-cache",
+            f"/ must vary with Accept-Encoding and be revalidated: {dict(hd)}")
     st2, _, _ = kt.http(base + "/", headers={"If-None-Match": etag or '"x"'})
     f.check(st2 == 304, f"If-None-Match with the ETag: want 304, got {st2}")
     st3, _, _ = kt.http(base + "/", headers={"If-None-Match": '"0000000000000000"'})
@@ -89,8 +92,8 @@ try:
     f.check(m is not None, "index.html names no hashed app.js")
     if m:
         st, hd, js = kt.http(base + "/" + m.group(1).decode())
-        f.check(st == 200 and "immutable" in (hd.get("Cache-Control") or "") and hd.get("Content-Type", "").startswith("text/javascript"),
-                f"app.js: {st} {dict(hd)}")
+        f.check(st == 200 and "immutable" in (hd.get("Cache-Control") or "") and hd.get("Content-Type", "").startswith("text/javascript")
+                and hd.get("Vary") == "Accept-Encoding" and (hd.get("ETag") or "").startswith('"'), f"app.js: {st} {dict(hd)}")
     st, _, _ = kt.http(base + "/ui/000000000000/app.js")
     f.check(st == 404, f"an unknown /ui/ path: want 404, got {st}")
     st, _, _ = kt.http(base + "/api/v1/query?query=up")

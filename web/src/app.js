@@ -1,10 +1,16 @@
 // web/src/app.js -- the UI's entry point: the header (navigation, time
 // range, refresh interval, theme), the hash router, auto-refresh.
-// A view module exports render(main, ctx) -> optional {refresh(), destroy()};
-// ctx.vars is the #vars bar the view may fill with its variables.
+// A view module exports render(main, ctx) -> optional {ready, refresh(),
+// destroy()}; ctx.vars is the #vars bar the view may fill with its
+// variables; ready, a promise settled when the view's own loading is done.
+// The "rendered" marker: once ready has settled and no panel on screen is
+// loading, document.body gets data-rendered="1", data-rendered-at
+// (performance.now(), ms since navigation) and data-render-ms (ms since the
+// route began); "0" while a view renders. Tests and bench/ui_bench.py wait
+// for it.
 import { h, clear, fmtTime, parseDuration } from "./util.js";
-import { state, parseHash, param, setParams, RANGES, REFRESH, loadScrapeInterval, link } from "./state.js";
-import { destroyAll, refreshAll } from "./chart.js";
+import { state, parseHash, param, setParams, RANGES, REFRESH, loadScrapeInterval, loadRecorded, link } from "./state.js";
+import { destroyAll, refreshAll, pending } from "./chart.js";
 import * as fleet from "./views/fleet.js";
 import * as node from "./views/node.js";
 import * as alerts from "./views/alerts.js";
@@ -22,7 +28,25 @@ const VIEWS = {
   explore: ["Query", explore], api: ["API", apiview],
 };
 
-let current = null, timer = null, lastKey = "";
+let current = null, timer = null, lastKey = "", routeSeq = 0;
+
+// Sets the rendered marker once ready has settled and no visible panel is
+// loading (checked every frame, for at most 120 s).
+async function markRendered(ready, t0, seq) {
+  const body = document.body.dataset;
+  body.rendered = "0";
+  try { await ready; } catch (e) { /* the view shows its error */ }
+  const frame = () => new Promise((r) => requestAnimationFrame(r));
+  const limit = t0 + 120e3;
+  await frame();
+  while (seq === routeSeq && pending() && performance.now() < limit) await frame();
+  await frame(); // painted
+  if (seq !== routeSeq) return;
+  const now = performance.now();
+  body.renderedAt = now.toFixed(1);
+  body.renderMs = (now - t0).toFixed(1);
+  body.rendered = "1";
+}
 
 function theme(t) {
   document.documentElement.dataset.theme = t;
@@ -85,6 +109,7 @@ function route(force) {
   const key = location.hash;
   if (!force && key === lastKey) return;
   lastKey = key;
+  const t0 = performance.now(), seq = ++routeSeq;
   if (current && current.destroy) current.destroy();
   destroyAll();
   current = null;
@@ -99,10 +124,12 @@ function route(force) {
     current = v[1].render(main, { vars, link, fmtTime }) || null;
   } catch (e) {
     main.append(h("p", { class: "error" }, "This view failed: " + e.message));
+    markRendered(null, t0, seq);
     throw e;
   }
+  markRendered(current && current.ready, t0, seq);
 }
 
 window.addEventListener("hashchange", () => route(false));
 window.addEventListener("resize", (() => { let t; return () => { clearTimeout(t); t = setTimeout(() => route(true), 300); }; })());
-loadScrapeInterval().then(() => route(true));
+Promise.all([loadScrapeInterval(), loadRecorded()]).then(() => route(true));

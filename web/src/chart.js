@@ -1,16 +1,26 @@
 // web/src/chart.js -- time series panels (uPlot), drawn only when visible.
 //
-// A panel spec: {title, unit, queries: [{expr, legend(metric) -> string,
-// dash, points}], thresholds: [{value, label, level}] (or a function
+// A panel spec: {title, unit, queries: [{expr, fallback, legend(metric) ->
+// string, dash, points}], thresholds: [{value, label, level}] (or a function
 // resolving to them), projection: {queries: [{expr(horizonSeconds), legend}]},
-// alerts: a label selector text ("{Hostname=\"x\"}") whose firing ALERTS
-// are shaded, yMin, yMax, height}.
+// alerts: label matchers ("Hostname=\"x\"", "" for all) whose firing ALERTS
+// are shown, yMin, yMax, height}.
+// Alert annotations: an alert with a gpu or UUID label belongs to that GPU:
+// on a chart whose series are per GPU it is drawn as a strip in that
+// GPU's colour along the top (and only when the GPU is on the chart); an
+// alert without one (or any alert on a chart of aggregates) shades the
+// whole height.
 // The step of every range query is stepFor(range, plot width): never more
 // points than pixels. Panels render when an IntersectionObserver says they
 // are on screen; a refresh of a hidden panel only marks it stale.
 // Each panel element carries data-series / data-points (what was drawn)
-// and data-state ("loading", "ok", "empty", "error") for tests.
+// and data-state ("loading", "ok", "empty", "error") for tests, and
+// data-max-points (the most points any series of any answer had) next to
+// data-width (the plot's width in CSS pixels) for the benchmark.
+// pending() tells whether a visible panel is still loading (the app's
+// "rendered" marker waits for it).
 import { api } from "./api.js";
+import { Q, expr as qexpr } from "./queries.js";
 import { h, clear, fmt, fmtTime, PALETTE } from "./util.js";
 import { stepFor, timeRange } from "./state.js";
 
@@ -19,6 +29,7 @@ const io = new IntersectionObserver((entries) => {
   for (const e of entries) {
     const p = e.target._panel;
     if (!p) continue;
+    p.seen = true;
     p.visible = e.isIntersecting;
     if (p.visible && p.stale) p.load();
   }
@@ -28,7 +39,8 @@ function css(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-// Firing intervals [[t0, t1], ...] (seconds) of ALERTS series on the grid.
+// Firing intervals [[t0, t1, metric], ...] (seconds) of ALERTS series on
+// the grid.
 function intervals(result, step) {
   const out = [];
   for (const s of result) {
@@ -36,14 +48,38 @@ function intervals(result, step) {
     for (const [t] of s.values) {
       if (t0 === null) t0 = t;
       else if (t - prev > step * 1.5) {
-        out.push([t0, prev + step]);
+        out.push([t0, prev + step, s.metric]);
         t0 = t;
       }
       prev = t;
     }
-    if (t0 !== null) out.push([t0, prev + step]);
+    if (t0 !== null) out.push([t0, prev + step, s.metric]);
   }
   return out;
+}
+
+// Splits alert intervals into chart-wide bands and per-GPU ones (those
+// whose gpu / UUID label names a GPU of the chart's series: [t0, t1,
+// seriesIndex]). Per-GPU alerts of GPUs not on the chart are dropped.
+function splitBands(ivs, series) {
+  const perGpu = series.some((s) => s.metric && (s.metric.gpu !== undefined || s.metric.UUID !== undefined));
+  const wide = [], gpu = [];
+  for (const [t0, t1, m] of ivs) {
+    if (!perGpu || (m.gpu === undefined && m.UUID === undefined)) {
+      wide.push([t0, t1]);
+      continue;
+    }
+    const i = series.findIndex((s) => s.metric && !s.projection &&
+      ((m.UUID !== undefined && s.metric.UUID === m.UUID) || (m.gpu !== undefined && s.metric.gpu === m.gpu && (!m.Hostname || !s.metric.Hostname || s.metric.Hostname === m.Hostname))));
+    if (i >= 0) gpu.push([t0, t1, i]);
+  }
+  return { wide, gpu };
+}
+
+// Whether a panel on screen (or about to be) is still loading.
+export function pending() {
+  for (const p of panels) if (!p.seen || (p.visible && (p.stale || p.loading))) return true;
+  return false;
 }
 
 class Panel {
@@ -51,6 +87,8 @@ class Panel {
     this.spec = spec;
     this.stale = true;
     this.visible = false;
+    this.seen = false; // the IntersectionObserver has reported on it
+    this.loading = false;
     this.plot = null;
     this.seq = 0;
     this.body = h("div", { class: "panel-body" });
@@ -76,6 +114,15 @@ class Panel {
   }
 
   async load() {
+    this.loading = true;
+    try {
+      await this.fetchAndDraw();
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  async fetchAndDraw() {
     this.stale = false;
     const seq = ++this.seq;
     const spec = this.spec;
@@ -83,9 +130,14 @@ class Panel {
     const { start: s0, end: e0 } = timeRange();
     const step = stepFor(s0, e0, width);
     const start = Math.floor(s0 / step) * step, end = Math.floor(e0 / step) * step;
-    const qs = spec.queries.map((q) => api.range(typeof q.expr === "function" ? q.expr(step) : q.expr, start, end, step));
+    // a query with a fallback (a recording rule's raw expression) runs it
+    // when the first answers no series
+    const qs = spec.queries.map(async (q) => {
+      const r = await api.range(typeof q.expr === "function" ? q.expr(step) : q.expr, start, end, step);
+      return q.fallback && r.data && !r.data.result.length ? api.range(q.fallback, start, end, step) : r;
+    });
     const alertQ = spec.alerts !== undefined
-      ? api.range(`ALERTS{alertstate="firing"${spec.alerts ? "," + spec.alerts : ""}}`, start, end, step) : null;
+      ? api.range(qexpr(Q.alerts.firing, { alerts: `alertstate="firing"${spec.alerts ? "," + spec.alerts : ""}` }), start, end, step) : null;
     const horizon = Math.min(3600, Math.max(300, Math.round((end - start) / 4)));
     const projQ = spec.projection ? spec.projection.queries.map((q) => api.query(q.expr(horizon), end)) : [];
     const thrQ = typeof spec.thresholds === "function" ? spec.thresholds(end) : spec.thresholds || [];
@@ -97,10 +149,11 @@ class Panel {
     const n = Math.round((end - start) / step) + 1;
     const xs = Array.from({ length: n }, (_, i) => start + i * step);
     const series = [], data = [];
-    let points = 0;
+    let points = 0, maxPoints = 0;
     res.forEach((r, qi) => {
       const q = spec.queries[qi];
       for (const s of r.data.result || []) {
+        maxPoints = Math.max(maxPoints, (s.values || []).length);
         const ys = new Array(n).fill(null);
         for (const [t, v] of s.values || []) {
           const i = Math.round((t - start) / step);
@@ -136,10 +189,13 @@ class Panel {
         }
       });
     }
-    const bands = alerts && alerts.data ? intervals(alerts.data.result, step) : [];
+    const { wide: bands, gpu: gpuBands } = splitBands(alerts && alerts.data ? intervals(alerts.data.result, step) : [], order);
     this.el.dataset.series = String(order.length);
     this.el.dataset.points = String(points);
-    this.el.dataset.alertBands = String(bands.length);
+    this.el.dataset.maxPoints = String(maxPoints);
+    this.el.dataset.width = String(Math.round(width));
+    this.el.dataset.alertBands = String(bands.length + gpuBands.length);
+    this.el.dataset.gpuAlertBands = String(gpuBands.length);
     this.el.dataset.step = String(step);
     if (!points) {
       this.el.dataset.state = "empty";
@@ -151,7 +207,7 @@ class Panel {
     }
     this.el.dataset.state = "ok";
     this.msg.hidden = true;
-    this.draw(xs, order, sortedData, thresholds || [], bands, width, step);
+    this.draw(xs, order, sortedData, thresholds || [], bands, gpuBands, width, step);
   }
 
   fail(msg) {
@@ -163,7 +219,7 @@ class Panel {
     clear(this.body);
   }
 
-  draw(xs, series, data, thresholds, bands, width, step) {
+  draw(xs, series, data, thresholds, bands, gpuBands, width, step) {
     const spec = this.spec;
     const fg = css("--fg-muted"), grid = css("--grid");
     const colors = series.map((s, i) => s.color || PALETTE[(s.projection ? s.baseIdx : i) % PALETTE.length]);
@@ -204,13 +260,30 @@ class Panel {
       hooks: {
         // alert annotations behind the data, threshold lines on top
         drawClear: [(u) => {
-          if (!bands.length) return;
+          if (!bands.length && !gpuBands.length) return;
           const ctx = u.ctx;
+          const span = (t0, t1) => {
+            const x0 = u.valToPos(t0, "x", true), x1 = u.valToPos(Math.min(t1, xs[xs.length - 1]), "x", true);
+            return [x0, Math.max(x1 - x0, 2)];
+          };
           ctx.save();
           ctx.fillStyle = bandColor;
           for (const [t0, t1] of bands) {
-            const x0 = u.valToPos(t0, "x", true), x1 = u.valToPos(Math.min(t1, xs[xs.length - 1]), "x", true);
-            ctx.fillRect(x0, u.bbox.top, Math.max(x1 - x0, 2), u.bbox.height);
+            const [x, w] = span(t0, t1);
+            ctx.fillRect(x, u.bbox.top, w, u.bbox.height);
+          }
+          // per-GPU alerts: a strip along the top in the GPU's colour
+          // (one row per GPU with alerts) over a light shade
+          const rows = [...new Set(gpuBands.map((b) => b[2]))];
+          const sh = 5 * devicePixelRatio;
+          for (const [t0, t1, si] of gpuBands) {
+            const [x, w] = span(t0, t1);
+            ctx.globalAlpha = 0.35;
+            ctx.fillStyle = bandColor;
+            ctx.fillRect(x, u.bbox.top, w, u.bbox.height);
+            ctx.globalAlpha = 1;
+            ctx.fillStyle = colors[si];
+            ctx.fillRect(x, u.bbox.top + rows.indexOf(si) * sh, w, sh);
           }
           ctx.restore();
         }],

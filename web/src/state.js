@@ -9,6 +9,7 @@ export const state = {
   view: "fleet",
   params: new URLSearchParams(),
   scrapeInterval: 15,
+  recorded: new Set(), // names the server's recording rules write (loadRecorded)
   listeners: new Set(),
 };
 
@@ -91,4 +92,14 @@ export async function loadScrapeInterval() {
     const d = m ? parseDuration(m[1]) : NaN;
     if (Number.isFinite(d) && d > 0) state.scrapeInterval = d;
   }
+}
+
+// The metric names the server's recording rules write: a panel asks for a
+// recording rule alone (not "rule or raw": PromQL evaluates both sides of
+// "or", so the raw side would cost as much as without the rule) only when
+// the server has it.
+export async function loadRecorded() {
+  const r = await api.rules();
+  if (!r.data) return;
+  for (const g of r.data.groups || []) for (const ru of g.rules || []) if (ru.type === "recording") state.recorded.add(ru.name);
 }

@@ -91,7 +91,40 @@ try {
   await page.waitForFunction(() => location.hash.startsWith("#/node"), null, { timeout: 5000 }).catch(() => {});
   check("fleet: clicking a cell opens the node", page.url().includes("#/node") && page.url().includes(encodeURIComponent(host)), page.url());
 
-  // ---- node view
+  // the rendered marker (bench/ui_bench.py times it): set once the view is drawn
+  await go("#/fleet?from=now-15m&to=now");
+  const marked = await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).then(() => true, () => false);
+  const mark = await page.evaluate(() => ({ ...document.body.dataset, cells: document.querySelectorAll("#heatmap .hm-cell").length,
+    loading: [...document.querySelectorAll(".panel.chart")].filter((p) => p.dataset.state === "loading" && p.getBoundingClientRect().top < innerHeight).length }));
+  check("fleet: rendered marker set once the heatmap and visible charts are drawn", marked && mark.cells === Number(expectedGpus) && mark.loading === 0 && Number(mark.renderedAt) > 0, JSON.stringify(mark));
+  // variables: a node multi-select and a cluster (the job label here), in the URL
+  await page.waitForSelector("#nodes-select input[type=checkbox]", { state: "attached", timeout: 15000 }).catch(() => {});
+  const hosts = await page.$$eval("#nodes-select input[type=checkbox]", (b) => b.map((x) => x.value));
+  const clusters = await page.$$eval("#cluster-select option", (o) => o.map((x) => x.value).filter((x) => x));
+  check("fleet: node multi-select lists every node", hosts.length === Number(expectedGpus) / 8, JSON.stringify(hosts));
+  check("fleet: cluster variable lists the job", clusters.includes("gpu"), JSON.stringify(clusters));
+  await page.click("#nodes-select summary");
+  for (const x of hosts.slice(0, 2)) await page.check(`#nodes-select input[value="${x}"]`);
+  await page.click("#nodes-apply");
+  await page.waitForFunction(() => location.hash.includes("nodes="), null, { timeout: 5000 }).catch(() => {});
+  await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).catch(() => {});
+  const sub = await page.evaluate(() => ({ hash: location.hash, cells: [...document.querySelectorAll("#heatmap .hm-cell")].map((c) => c.dataset.host),
+    gpus: (document.querySelector('[data-stat="GPUs"] .v') || {}).textContent }));
+  check("fleet: node filter in the URL narrows the heatmap and tiles", sub.hash.includes("nodes=") && sub.cells.length === 16 &&
+    sub.cells.every((h) => hosts.slice(0, 2).includes(h)) && sub.gpus === "16", JSON.stringify(sub));
+  await go(`#/fleet?from=now-15m&to=now&cluster=gpu`);
+  await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).catch(() => {});
+  const byCluster = await page.$$eval("#heatmap .hm-cell", (cs) => cs.length);
+  check("fleet: cluster filter keeps its GPUs", byCluster === Number(expectedGpus), `${byCluster} cells`);
+  await go(`#/fleet?from=now-15m&to=now&cluster=nosuchjob`);
+  await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).catch(() => {});
+  const none = await page.$$eval("#heatmap .hm-cell", (cs) => cs.length);
+  check("fleet: an unknown cluster shows no GPUs", none === 0, `${none} cells`);
+
+  // ---- node view: the node of the firing alert, every GPU
+  const firingAll = await page.evaluate(async () => (await (await fetch("api/v1/alerts")).json()).data.alerts.filter((a) => a.state === "firing"));
+  const fired = firingAll.find((a) => a.labels.alertname === expectedAlert);
+  await go(`#/node?from=now-15m&to=now&node=${encodeURIComponent(fired.labels.Hostname)}`);
   await page.waitForSelector("#node-select", { timeout: 15000 });
   await settle();
   // scroll through to make every panel visible (rendered on visibility)
@@ -109,6 +142,17 @@ try {
   check("node: HBM chart present", !!thr, thr);
   const ann = nc.filter((c) => c.bands > 0).length;
   check("node: firing alert shaded as an annotation on the node's charts", ann > 0, `${ann} charts with alert bands`);
+  const gpuAnn = await page.$$eval(".panel.chart", (ps) => ps.filter((p) => Number(p.dataset.gpuAlertBands || 0) > 0).length);
+  check("node: the GPU's alert drawn as a per-GPU annotation", gpuAnn > 0, `${gpuAnn} charts with per-GPU alert bands (alert labels ${JSON.stringify(fired.labels)})`);
+  // another GPU of the node alone: the alert of the firing GPU is not on its charts
+  const other = fired.labels.gpu === "0" ? "1" : "0";
+  await go(`#/node?from=now-15m&to=now&node=${encodeURIComponent(fired.labels.Hostname)}&gpu=${other}`);
+  await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).catch(() => {});
+  const otherAnn = await page.$$eval(".panel.chart", (ps) => ps.slice(0, 3).map((p) => [p.dataset.state, p.dataset.gpuAlertBands]));
+  const otherFiring = firingAll.some((a) => a.labels.Hostname === fired.labels.Hostname && a.labels.gpu === other);
+  check("node: another GPU's charts carry no per-GPU band of the alerting GPU", otherFiring || otherAnn.every(([st, b]) => st !== "ok" || b === "0"), JSON.stringify(otherAnn));
+  await go(`#/node?from=now-15m&to=now&node=${encodeURIComponent(fired.labels.Hostname)}`);
+  await page.waitForFunction(() => document.body.dataset.rendered === "1", null, { timeout: 30000 }).catch(() => {});
   await page.evaluate(() => scrollTo(0, 0));
   await shot("node-dark");
 

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "base/err.h"
 #include "http/http.h"
 
 static void test_parse_address(void **state) {
@@ -57,6 +58,8 @@ static void count_free(void *p) {
     freed++;
 }
 
+static int hdr_ok, hdr_fifth;
+
 static void handler(void *ctx, const http_request *req, http_response *resp) {
     (void)ctx;
     if (strcmp(req->path, "/echo") == 0) {
@@ -75,6 +78,27 @@ static void handler(void *ctx, const http_request *req, http_response *resp) {
     if (strcmp(req->path, "/arg") == 0) {
         const char *v = http_request_arg(req, "x");
         http_respond_copy(resp, 200, "text/plain", v ? v : "-", v ? strlen(v) : 1);
+        return;
+    }
+    if (strcmp(req->path, "/hdr") == 0) {
+        /* a request header, any case; four extra headers, a fifth refused */
+        const char *v = http_request_header(req, "x-Test-Header");
+        http_respond_copy(resp, 200, "text/plain", v ? v : "-", v ? strlen(v) : 1);
+        /* (the server's thread: results are checked by the test's) */
+        int rc = http_response_add_header(resp, "Cache-Control", "no-cache");
+        rc |= http_response_add_header(resp, "ETag", "\"abc\"");
+        rc |= http_response_add_header(resp, "Vary", "Accept-Encoding");
+        rc |= http_response_add_header(resp, "X-Four", "4");
+        hdr_fifth = http_response_add_header(resp, "X-Five", "5");
+        hdr_ok = rc == 0 && http_request_header(req, "X-Absent") == NULL;
+        return;
+    }
+    if (strcmp(req->path, "/one") == 0) {
+        /* the single-header fields older handlers set are the first slot */
+        http_respond_text(resp, 405, "no\n");
+        resp->extra_header_name = "Allow";
+        resp->extra_header_value = "GET, OPTIONS";
+        http_response_add_header(resp, "X-Second", "2");
         return;
     }
     http_respond_text(resp, 404, "404 page not found\n");
@@ -133,6 +157,30 @@ static void test_server(void **state) {
     const char r4[] = "GET /arg?x=a%20b HTTP/1.0\r\n\r\n";
     resp = roundtrip(port, r4, sizeof r4 - 1);
     assert_non_null(strstr(resp, "\r\n\r\na b"));
+    free(resp);
+
+    const char r6[] = "GET /hdr HTTP/1.0\r\nX-TEST-HEADER: hello there\r\n\r\n";
+    resp = roundtrip(port, r6, sizeof r6 - 1);
+    assert_non_null(strstr(resp, "\r\n\r\nhello there"));
+    assert_non_null(strstr(resp, "\r\nCache-Control: no-cache\r\n"));
+    assert_non_null(strstr(resp, "\r\nETag: \"abc\"\r\n"));
+    assert_non_null(strstr(resp, "\r\nVary: Accept-Encoding\r\n"));
+    assert_non_null(strstr(resp, "\r\nX-Four: 4\r\n"));
+    assert_null(strstr(resp, "X-Five"));
+    assert_true(hdr_ok);
+    assert_int_equal(hdr_fifth, BASE_E_LIMIT);
+    free(resp);
+    http_request noconn = {.method = "GET", .path = "/"};
+    assert_null(http_request_header(&noconn, "Accept"));
+    const char r7[] = "GET /hdr HTTP/1.0\r\n\r\n";
+    resp = roundtrip(port, r7, sizeof r7 - 1);
+    assert_non_null(strstr(resp, "\r\n\r\n-"));
+    free(resp);
+    const char r8[] = "GET /one HTTP/1.0\r\n\r\n";
+    resp = roundtrip(port, r8, sizeof r8 - 1);
+    assert_non_null(strstr(resp, " 405 "));
+    assert_non_null(strstr(resp, "\r\nAllow: GET, OPTIONS\r\n"));
+    assert_non_null(strstr(resp, "\r\nX-Second: 2\r\n"));
     free(resp);
 
     const char r5[] = "GET /nope HTTP/1.0\r\n\r\n";

@@ -5,6 +5,7 @@ import { api } from "../api.js";
 import { timeRange, stepFor, link } from "../state.js";
 import { timeline, segments } from "../chart.js";
 import { table, labelChips } from "./common.js";
+import { Q, expr as qexpr } from "../queries.js";
 
 export function render(main) {
   const now = h("section", { class: "panel", id: "alerts-now" }, h("div", { class: "muted" }, "loading"));
@@ -24,7 +25,7 @@ export function render(main) {
         fmtTime(Date.parse(a.activeAt)), fmt(parseFloat(a.value), ""), (a.annotations && a.annotations.summary) || ""]), { id: "alerts-table" }));
     const { start, end } = timeRange();
     const step = stepFor(start, end, hist.clientWidth || 900);
-    const hr = await api.range("ALERTS", start, end, step);
+    const hr = await api.range(qexpr(Q.alerts.history), start, end, step);
     const rows = new Map();
     for (const s of hr.data ? hr.data.result : []) {
       const m = s.metric;
@@ -37,6 +38,5 @@ export function render(main) {
       hr.error ? h("p", { class: "error" }, hr.error)
         : timeline([...rows.values()].sort((a, b) => a.label.localeCompare(b.label, undefined, { numeric: true })), start, end, "No alert was pending or firing in this time range."));
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }

@@ -4,9 +4,12 @@
 // workload label: slurm_job_id, pod_uid, container_id, command).
 import { h, clear } from "../util.js";
 import { api } from "../api.js";
-import { param, setParams, timeRange, link } from "../state.js";
+import { state, param, setParams, timeRange, link } from "../state.js";
 import { chart } from "../chart.js";
 import { stat, scalar, table, num } from "./common.js";
+import { Q, expr as qexpr, pick } from "../queries.js";
+
+const C = Q.capacity;
 
 const BY = ["slurm_job_id", "pod_uid", "container_id", "command"];
 const IDLE = 5; // % utilisation under which a GPU counts as idle
@@ -22,41 +25,40 @@ export function render(main, ctx) {
   main.append(stats, h("div", { class: "grid" }, alloc, idle), h("h2", {}, "Trends"), grid);
   grid.append(
     chart({ title: "GPUs busy vs idle", unit: "", yMin: 0, queries: [
-      { expr: `count(DCGM_FI_DEV_GPU_UTIL >= ${IDLE})`, legend: () => "busy" },
-      { expr: `count(DCGM_FI_DEV_GPU_UTIL < ${IDLE})`, legend: () => "idle" },
-      { expr: "count(count by (Hostname, gpu) (kelvin_gpu_process_memory_bytes))", legend: () => "allocated" }] }).el,
-    chart({ title: "Fleet GPU memory used (dashed: projected)", unit: "MiB", yMin: 0, queries: [{ expr: "sum(DCGM_FI_DEV_FB_USED)", legend: () => "used" }],
+      { expr: qexpr(C.busy, { idle: IDLE }), legend: () => "busy" },
+      { expr: qexpr(C.idle, { idle: IDLE }), legend: () => "idle" },
+      { expr: qexpr(C.allocated), legend: () => "allocated" }] }).el,
+    chart({ title: "Fleet GPU memory used (dashed: projected)", unit: "MiB", yMin: 0, queries: [{ expr: qexpr(C.fbUsed), legend: () => "used" }],
       thresholds: async (t) => {
-        const r = await api.query("sum(DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)", t);
+        const r = await api.query(qexpr(C.fbTotal), t);
         return r.data && r.data.result.length ? [{ value: parseFloat(r.data.result[0].value[1]), label: "capacity", level: "crit" }] : [];
       },
-      projection: { queries: [{ expr: (hz) => `predict_linear(sum(DCGM_FI_DEV_FB_USED)[30m:1m], ${hz})`, legend: () => "used" }] } }).el,
+      projection: { queries: [{ expr: (hz) => qexpr(C.fbProjected, { hz }), legend: () => "used" }] } }).el,
     chart({ title: "Fleet utilisation (dashed: projected)", unit: "%", yMin: 0, yMax: 100,
-      queries: [{ expr: "avg(job:DCGM_FI_DEV_GPU_UTIL:avg) or avg(DCGM_FI_DEV_GPU_UTIL)", legend: () => "average" }],
-      projection: { queries: [{ expr: (hz) => `predict_linear(avg(DCGM_FI_DEV_GPU_UTIL)[30m:1m], ${hz})`, legend: () => "average" }] } }).el,
-    chart({ title: "Fleet power", unit: "W", yMin: 0, queries: [{ expr: "sum(job:DCGM_FI_DEV_POWER_USAGE:sum) or sum(DCGM_FI_DEV_POWER_USAGE)", legend: () => "total" }],
+      queries: [{ ...pick(C.util, {}, true, state.recorded), legend: () => "average" }],
+      projection: { queries: [{ expr: (hz) => qexpr(C.utilProjected, { hz }), legend: () => "average" }] } }).el,
+    chart({ title: "Fleet power", unit: "W", yMin: 0, queries: [{ ...pick(C.power, {}, true, state.recorded), legend: () => "total" }],
       thresholds: async (t) => {
-        const r = await api.query("sum(kelvin_gpu_power_limit_watts)", t);
+        const r = await api.query(qexpr(C.powerLimit), t);
         return r.data && r.data.result.length ? [{ value: parseFloat(r.data.result[0].value[1]), label: "sum of power limits", level: "warn" }] : [];
       } }).el);
   async function load() {
     const { end } = timeRange();
-    const [total, idleN, allocN] = await Promise.all([scalar("count(DCGM_FI_DEV_GPU_UTIL)", end),
-      scalar(`count(DCGM_FI_DEV_GPU_UTIL < ${IDLE})`, end), scalar("count(count by (Hostname, gpu) (kelvin_gpu_process_memory_bytes))", end)]);
+    const [total, idleN, allocN] = await Promise.all([scalar(qexpr(C.gpus), end),
+      scalar(qexpr(C.idle, { idle: IDLE }), end), scalar(qexpr(C.allocated), end)]);
     clear(stats).append(stat("GPUs", total === null ? "-" : String(total), "", "ok"),
       stat("Allocated (running a process)", allocN === null ? "0" : String(allocN), "", "ok"),
       stat(`Idle (< ${IDLE}% busy)`, idleN === null ? "0" : String(idleN), "", idleN ? "warn" : "ok"));
-    const a = await api.query(`count by (${by}) (count by (${by}, Hostname, gpu) (kelvin_gpu_process_memory_bytes))`, end);
-    const u = await api.query(`avg by (${by}) (DCGM_FI_DEV_GPU_UTIL * on (Hostname, gpu) group_right () (count by (${by}, Hostname, gpu) (kelvin_gpu_process_memory_bytes) * 0 + 1))`, end);
+    const a = await api.query(qexpr(C.allocBy, { by }), end);
+    const u = await api.query(qexpr(C.useBy, { by }), end);
     const used = new Map((u.data ? u.data.result : []).map((s) => [s.metric[by] || "", parseFloat(s.value[1])]));
     clear(alloc).append(h("h3", {}, `Allocation vs use by ${by}`), a.error ? h("p", { class: "error" }, a.error)
       : !a.data.result.length ? h("p", { class: "muted" }, "No GPU processes reported (kelvin_gpu_process_memory_bytes).")
         : table([by, "GPUs allocated", "avg utilisation"], a.data.result.map((s) => [s.metric[by] || "(none)", num(parseFloat(s.value[1]), ""), num(used.get(s.metric[by] || ""), "%")])));
-    const i = await api.query(`DCGM_FI_DEV_GPU_UTIL < ${IDLE}`, end);
+    const i = await api.query(qexpr(C.idleList, { idle: IDLE }), end);
     clear(idle).append(h("h3", {}, "Idle GPUs"), i.error ? h("p", { class: "error" }, i.error)
       : !i.data.result.length ? h("p", { class: "muted" }, "No idle GPU.")
         : table(["GPU", "Utilisation"], i.data.result.slice(0, 200).map((s) => [h("a", { href: link("node", { node: s.metric.Hostname, gpu: s.metric.gpu }) }, `${s.metric.Hostname} GPU ${s.metric.gpu}`), num(parseFloat(s.value[1]), "%")])));
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }

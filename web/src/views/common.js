@@ -18,11 +18,13 @@ export function stat(key, value, unit, lvl, sub) {
     h("div", { class: "k" }, key, sub ? h("span", {}, " · " + sub) : null));
 }
 
-export async function alertCounts() {
+// Firing alerts by severity, and pending ones; keep(alert) filters them.
+export async function alertCounts(keep) {
   const r = await api.alerts();
   const c = { critical: 0, warning: 0, info: 0, pending: 0, list: [] };
   if (r.data) {
     for (const a of r.data.alerts) {
+      if (keep && !keep(a)) continue;
       c.list.push(a);
       if (a.state === "pending") c.pending++;
       else if (a.state === "firing") c[a.labels.severity in c ? a.labels.severity : "info"]++;

@@ -67,8 +67,7 @@ export function render(main) {
     c.el.id = "query-graph";
     out.append(c.el);
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }
 
 function resultTable(d, t) {

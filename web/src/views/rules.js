@@ -24,6 +24,5 @@ export function render(main) {
     }
     if (!r.data.groups.length) el.append(h("p", { class: "muted" }, "No rule files are loaded."));
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }

@@ -27,6 +27,5 @@ export function render(main) {
     if (!pools.size) el.append(h("p", { class: "muted" }, "No active targets."));
     if (r.data.droppedTargets && r.data.droppedTargets.length) el.append(h("p", { class: "muted" }, `${r.data.droppedTargets.length} targets dropped by relabelling.`));
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }

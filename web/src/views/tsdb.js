@@ -27,6 +27,5 @@ export function render(main) {
     const kv = (title, o) => h("section", { class: "panel section" }, h("h3", {}, title), table(["", ""], Object.entries(o || {}).map(([k, v]) => [k, String(v)])));
     el.append(h("div", { class: "grid" }, kv("Build", b.data), kv("Runtime", rt.data)));
   }
-  load();
-  return { refresh: load };
+  return { ready: load(), refresh: load };
 }
