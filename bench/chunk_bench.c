@@ -12,13 +12,25 @@
  * "jitter", unaligned scrapes (+-5 ms). Every chunk is decoded again and
  * compared bit for bit, so a figure is never printed for a broken codec.
  *
+ * Decode speed (-d, and at the end of a full run): ns a sample through
+ * the batch API the query path uses (tsdb_chunk_it_next_n) and through
+ * tsdb_chunk_it_next, per encoding and on "promql mix", the fleet that
+ * bench/promql_bench.py queries (see decode_bench below); both decoders
+ * are checked against the samples first.
+ *
  * Built by CMake as build/bench_chunk_bench; or by hand:
  *   mkdir -p build-bench && cc -O2 -std=c17 -D_GNU_SOURCE -Isrc \
  *     bench/chunk_bench.c src/tsdb/chunk*.c src/base/buf.c src/base/num.c \
- *     src/base/err.c -lm -o build-bench/chunk_bench && build-bench/chunk_bench
- * Options: -h HOURS (24), -c SAMPLES_PER_CHUNK (120), -s SEED (1), -q (totals
- * only), -t (append speed only).
- * It prints one table per timestamp model, then appends/s on one core.
+ *     src/base/num_shortest.c src/base/utf8.c src/base/err.c -lm \
+ *     -o build-bench/chunk_bench && build-bench/chunk_bench
+ * Options: -h HOURS (24), -c SAMPLES_PER_CHUNK (120; -d: 480, as blocks),
+ * -s SEED (1), -q (totals only), -t (append speed only), -d (decode speed
+ * only), -n NODES (fleet nodes for -d, 10), -r REPS (best of, 5), -1 (one
+ * batch pass over the mix and nothing else: for callgrind, e.g.
+ * valgrind --tool=callgrind --toggle-collect=tsdb_chunk_it_next_n), -e ENC
+ * (with -1: only chunks of encoding id ENC, hex).
+ * It prints one table per timestamp model, then appends/s on one core,
+ * then the decode figures.
  */
 #include <math.h>
 #include <stdint.h>
@@ -321,25 +333,357 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- decode speed ---------------------------------------------------------
+ * The query path reads chunks through tsdb_chunk_it_next_n (the batch API);
+ * this measures it, and the per-sample tsdb_chunk_it_next, in ns a sample:
+ * per encoding over every chunk of the node above ("node shapes": 24 h at
+ * 15 s, "prom" timestamps) and of the mix, and on "promql mix", a day of
+ * the fleet that bench/promql_bench.py queries (tests/lib/promql_data.py's
+ * Fleet, same generators: per node 8 GPUs x temperature, memory
+ * temperature, utilisation, FB used, energy counter; 16 CPUs x 4 modes of
+ * node_cpu_seconds_total with 2 decimals; MemAvailable in pages; an
+ * 11-bucket histogram with _sum and _count), one sample every 30 s at the
+ * node's own millisecond offset, chunks of 480 as in blocks. Before any
+ * timing both decoders' answers are checked against the samples that
+ * went in. A figure is the sum over groups of about 20,000 samples of each
+ * group's best of R passes (the machine is shared: a pass another process
+ * interrupts only loses its group's turn). */
+
+typedef struct dchunk {
+    uint32_t off, len, n;
+    uint8_t enc;
+    uint8_t mix; /* 1: from the promql mix */
+} dchunk;
+
+typedef struct dset {
+    base_buf bytes;
+    dchunk *ck;
+    size_t nck, cap;
+    int64_t *t; /* every sample that went in, chunk after chunk */
+    double *v;
+    size_t ns, scap;
+} dset;
+
+static void dset_add(dset *d, const int64_t *t, const double *v, size_t n, unsigned max, int mix) {
+    tsdb_chunk_app a;
+    tsdb_chunk_app_init(&a, max, 0);
+    if (d->ns + n > d->scap) {
+        d->scap = (d->ns + n) * 2;
+        d->t = realloc(d->t, d->scap * sizeof *d->t);
+        d->v = realloc(d->v, d->scap * sizeof *d->v);
+        if (!d->t || !d->v) abort();
+    }
+    memcpy(d->t + d->ns, t, n * sizeof *t);
+    memcpy(d->v + d->ns, v, n * sizeof *v);
+    d->ns += n;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && tsdb_chunk_app_append(&a, t[i], v[i]) == 0) continue;
+        size_t off = d->bytes.len;
+        if (tsdb_chunk_app_finish(&a, &d->bytes)) abort();
+        if (d->nck == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 1024;
+            d->ck = realloc(d->ck, d->cap * sizeof *d->ck);
+            if (!d->ck) abort();
+        }
+        d->ck[d->nck++] = (dchunk){(uint32_t)off, (uint32_t)(d->bytes.len - off), (uint32_t)(i - start),
+                                   (uint8_t)d->bytes.data[off], (uint8_t)mix};
+        start = i;
+        if (i < n && tsdb_chunk_app_append(&a, t[i], v[i])) abort();
+    }
+    tsdb_chunk_app_free(&a);
+}
+
+static int64_t rint_in(int64_t lo, int64_t hi) { /* lo..hi inclusive, as Python's randint */
+    return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1));
+}
+
+/* One node of the fleet, n samples a series, into d. */
+static void fleet_node(dset *d, int node, size_t n, unsigned max) {
+    int64_t *t = malloc(n * sizeof *t);
+    double *v = malloc(n * sizeof *v), *ld = malloc(n * sizeof *ld);
+    if (!t || !v || !ld) abort();
+    int64_t off = (int64_t)((node * 7919 + 1234) % 30000);
+    for (size_t i = 0; i < n; i++) t[i] = 1704067200000 + off + (int64_t)i * 30000;
+    static const double phases[] = {0.02, 0.35, 0.9, 0.98};
+    for (size_t i = 0, left = 0; i < n; i++, left--) {
+        if (!left) {
+            ld[i] = phases[rnd() % 4];
+            left = (size_t)rint_in(20, 400);
+        } else {
+            ld[i] = ld[i - 1];
+        }
+    }
+    static const int walk[2][3] = {{32, 84, 40}, {36, 95, 45}}; /* temperature, memory temperature */
+    for (int w = 0; w < 2; w++)
+        for (int g = 0; g < NGPUS; g++) {
+            int64_t x = walk[w][2] + rint_in(0, 10), lo = walk[w][0], hi = walk[w][1];
+            for (size_t i = 0; i < n; i++) {
+                double target = (double)lo + (double)(hi - lo) * ld[i];
+                if (unif() < 0.3) x += (double)x < target ? 1 : (double)x > target ? -1 : 0;
+                x += unif() < 0.1 ? 1 : unif() < 0.11 ? -1 : 0;
+                x = x < lo ? lo : x > hi ? hi : x;
+                v[i] = (double)x;
+            }
+            dset_add(d, t, v, n, max, 1);
+        }
+    for (int g = 0; g < NGPUS; g++) { /* utilisation */
+        for (size_t i = 0; i < n; i++) {
+            int64_t u = (int64_t)(ld[i] * 100) + rint_in(-3, 3);
+            v[i] = (double)(u < 0 ? 0 : u > 100 ? 100 : u);
+        }
+        dset_add(d, t, v, n, max, 1);
+    }
+    for (int g = 0; g < NGPUS; g++) { /* FB used, MiB */
+        int64_t x = 2000 + rint_in(0, 1000);
+        for (size_t i = 0; i < n; i++) {
+            x += ld[i] > 0.5 ? rint_in(-64, 96) : rint_in(-120, 40);
+            x = x < 500 ? 500 : x > 81000 ? 81000 : x;
+            v[i] = (double)x;
+        }
+        dset_add(d, t, v, n, max, 1);
+    }
+    for (int g = 0; g < NGPUS; g++) { /* energy, mJ */
+        int64_t x = 10000000000 + rint_in(0, 1000000000);
+        for (size_t i = 0; i < n; i++) {
+            x += (70 + (int64_t)(620 * ld[i]) + rint_in(-5, 5)) * 30 * 1000;
+            v[i] = (double)x;
+        }
+        dset_add(d, t, v, n, max, 1);
+    }
+    for (int c = 0; c < 16; c++) { /* node_cpu_seconds_total: idle, iowait, system, user */
+        int64_t acc[4];
+        double *cols = malloc(4 * n * sizeof *cols);
+        if (!cols) abort();
+        for (int m = 0; m < 4; m++) acc[m] = rint_in(1000000, 10000000);
+        for (size_t i = 0; i < n; i++) {
+            int64_t busy = (int64_t)(3000 * 0.3 * ld[i]) + rint_in(0, 150), sy = busy / 4,
+                    io = rint_in(0, 31);
+            int64_t inc[4] = {3000 - busy - sy - io, io, sy, busy};
+            for (int m = 0; m < 4; m++) {
+                acc[m] += inc[m] > 0 ? inc[m] : 0;
+                cols[(size_t)m * n + i] = (double)acc[m] / 100;
+            }
+        }
+        for (int m = 0; m < 4; m++) dset_add(d, t, cols + (size_t)m * n, n, max, 1);
+        free(cols);
+    }
+    { /* MemAvailable, pages */
+        int64_t x = 1500000000000 / 4096;
+        for (size_t i = 0; i < n; i++) {
+            x += rint_in(-2000, 2000) - (int64_t)(200 * (ld[i] - 0.5));
+            v[i] = (double)(x * 4096);
+        }
+        dset_add(d, t, v, n, max, 1);
+    }
+    { /* histogram: 11 buckets, _sum (3 decimals), _count */
+        static const double busy_cdf[11] = {0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 0.9, 0.97, 0.995, 0.999, 1.0};
+        static const double idle_cdf[11] = {0.05, 0.2, 0.5, 0.8, 0.93, 0.98, 0.995, 0.999, 1.0, 1.0, 1.0};
+        int64_t counts[11] = {0};
+        double sum = 0, *cols = malloc(12 * n * sizeof *cols);
+        if (!cols) abort();
+        for (size_t i = 0; i < n; i++) {
+            int64_t req = rint_in(0, 40) + (int64_t)(400 * ld[i]);
+            const double *cdf = ld[i] > 0.5 ? busy_cdf : idle_cdf;
+            for (int b = 0; b < 11; b++) counts[b] += (int64_t)((double)req * cdf[b]);
+            if (counts[10] < counts[9]) counts[10] = counts[9];
+            sum += (double)req * (ld[i] > 0.5 ? 0.08 : 0.02);
+            for (int b = 0; b < 11; b++) cols[(size_t)b * n + i] = (double)counts[b];
+            cols[11 * n + i] = dec(sum, 1000);
+        }
+        for (int b = 0; b < 12; b++) dset_add(d, t, cols + (size_t)b * n, n, max, 1);
+        dset_add(d, t, cols + 10 * n, n, max, 1); /* _count = the +Inf bucket */
+        free(cols);
+    }
+    free(t);
+    free(v);
+    free(ld);
+}
+
+enum { SEL_ALL, SEL_MIX, SEL_NODE };
+
+static int dsel(const dchunk *k, int sel, int enc) {
+    return !((sel == SEL_MIX && !k->mix) || (sel == SEL_NODE && k->mix) || (enc && k->enc != enc));
+}
+
+/* Decodes the chunks [c0, c1) that match (sel, enc: 0 any) once; returns
+ * samples. */
+static uint64_t decode_pass(const dset *d, size_t c0, size_t c1, int sel, int enc, int batch, int64_t *tb,
+                            double *vb, double *sink) {
+    uint64_t cnt = 0;
+    double acc = 0;
+    for (size_t c = c0; c < c1; c++) {
+        const dchunk *k = &d->ck[c];
+        if (!dsel(k, sel, enc)) continue;
+        tsdb_chunk_it it;
+        tsdb_chunk_it_init(&it, (const uint8_t *)d->bytes.data + k->off, k->len);
+        if (batch) {
+            size_t r;
+            while ((r = tsdb_chunk_it_next_n(&it, tb, vb, TSDB_CHUNK_MAX_SAMPLES)) > 0) {
+                acc += vb[r - 1] + (double)tb[0];
+                cnt += r;
+            }
+        } else {
+            while (tsdb_chunk_it_next(&it)) {
+                acc += it.v;
+                cnt++;
+            }
+        }
+    }
+    *sink += acc;
+    return cnt;
+}
+
+/* Checks that both decoders give back exactly the samples that went in. */
+static void decode_check(const dset *d, int64_t *tb, double *vb) {
+    size_t s = 0;
+    for (size_t c = 0; c < d->nck; c++) {
+        const dchunk *k = &d->ck[c];
+        tsdb_chunk_it it, it2;
+        tsdb_chunk_it_init(&it, (const uint8_t *)d->bytes.data + k->off, k->len);
+        tsdb_chunk_it_init(&it2, (const uint8_t *)d->bytes.data + k->off, k->len);
+        size_t r = tsdb_chunk_it_next_n(&it, tb, vb, TSDB_CHUNK_MAX_SAMPLES);
+        int ok = r == k->n && !tsdb_chunk_it_err(&it);
+        for (size_t i = 0; ok && i < r; i++) {
+            ok = tsdb_chunk_it_next(&it2) && tb[i] == d->t[s + i] && !memcmp(&vb[i], &d->v[s + i], 8) &&
+                 it2.t == tb[i] && !memcmp(&it2.v, &vb[i], 8);
+        }
+        if (!ok || tsdb_chunk_it_next(&it2) || tsdb_chunk_it_err(&it2)) {
+            fprintf(stderr, "chunk_bench: decode check failed in chunk %zu (%s)\n", c,
+                    tsdb_chunk_enc_name(k->enc));
+            exit(1);
+        }
+        s += k->n;
+    }
+}
+
+/* ns a sample: the chunks are timed in groups of about 20,000 samples
+ * (a few hundred microseconds), each group's best of reps passes, summed:
+ * a pass that another process interrupts only loses its group's turn. */
+static double decode_time(const dset *d, int sel, int enc, int batch, int reps, int64_t *tb, double *vb,
+                          uint64_t *ret_n) {
+    double total = 0, sink = 0;
+    uint64_t cnt = 0;
+    for (size_t c0 = 0; c0 < d->nck;) {
+        size_t c1 = c0;
+        uint64_t gs = 0;
+        while (c1 < d->nck && gs < 20000) gs += dsel(&d->ck[c1], sel, enc) ? d->ck[c1].n : 0, c1++;
+        double best = 1e30;
+        uint64_t gc = 0;
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            gc = decode_pass(d, c0, c1, sel, enc, batch, tb, vb, &sink);
+            double el = now() - t0;
+            if (el < best) best = el;
+        }
+        if (gc) total += best;
+        cnt += gc;
+        c0 = c1;
+    }
+    if (sink == 1.2345e300) printf("!");
+    *ret_n = cnt;
+    return cnt ? total / (double)cnt * 1e9 : 0;
+}
+
+/* -d: the decode figures over the node's shapes (not with once) and
+ * nodes nodes of the fleet; once: one batch pass over the fleet's chunks
+ * of encoding only_enc (0: all), unchecked, for instruction counts. */
+static void decode_bench(int nodes, double hours, unsigned max, int reps, int once, int only_enc) {
+    dset d = {0};
+    base_buf_init(&d.bytes, 0);
+    size_t n = (size_t)(hours * 3600 / 15);
+    double *load = malloc(n * sizeof *load), *v = malloc(n * sizeof *v);
+    int64_t *t = malloc(n * sizeof *t);
+    int64_t *tb = malloc(TSDB_CHUNK_MAX_SAMPLES * sizeof *tb);
+    double *vb = malloc(TSDB_CHUNK_MAX_SAMPLES * sizeof *vb);
+    if (!load || !v || !t || !tb || !vb) abort();
+    if (!once)
+        for (size_t s = 0; s < NSHAPES; s++)
+            for (int c = 0; c < shapes[s].per_gpu * NGPUS + shapes[s].per_host; c++) {
+                make_load(load, n);
+                make_ts(t, n, TS_PROM);
+                shapes[s].gen(v, n, load);
+                dset_add(&d, t, v, n, max, 0);
+            }
+    for (int node = 0; node < nodes; node++) fleet_node(&d, node, (size_t)(hours * 120), max);
+    if (!once) decode_check(&d, tb, vb);
+    uint64_t cnt;
+    if (once) { /* one pass over the mix, for callgrind or perf */
+        double sink = 0;
+        cnt = decode_pass(&d, 0, d.nck, SEL_MIX, only_enc, 1, tb, vb, &sink);
+        printf("decoded %llu samples (%g)\n", (unsigned long long)cnt, sink);
+    } else {
+        printf("\ndecode speed, ns a sample (best of %d), chunks of %u: batch = tsdb_chunk_it_next_n, "
+               "iter = tsdb_chunk_it_next\n",
+               reps, max);
+        printf("%-24s %10s %9s %9s %8s\n", "chunks", "samples", "batch", "iter", "B/sample");
+        for (int e = 1; e < 256; e++) {
+            uint64_t bytes = 0, ns = 0;
+            for (size_t c = 0; c < d.nck; c++)
+                if (d.ck[c].enc == e) bytes += d.ck[c].len, ns += d.ck[c].n;
+            if (!ns) continue;
+            char name[32];
+            snprintf(name, sizeof name, "%s%s", tsdb_chunk_enc_name((uint8_t)e),
+                     e & TSDB_ENC_REGULAR ? "+r" : "");
+            double b = decode_time(&d, SEL_ALL, e, 1, reps, tb, vb, &cnt);
+            double it = decode_time(&d, SEL_ALL, e, 0, reps, tb, vb, &cnt);
+            printf("%-24s %10llu %9.2f %9.2f %8.3f\n", name, (unsigned long long)cnt, b, it,
+                   (double)bytes / (double)ns);
+        }
+        for (int sel = SEL_MIX; sel <= SEL_NODE; sel++) {
+            double b = decode_time(&d, sel, 0, 1, reps, tb, vb, &cnt);
+            double it = decode_time(&d, sel, 0, 0, reps, tb, vb, &cnt);
+            printf("%-24s %10llu %9.2f %9.2f\n", sel == SEL_MIX ? "promql mix (30 s)" : "node shapes (15 s)",
+                   (unsigned long long)cnt, b, it);
+        }
+    }
+    base_buf_free(&d.bytes);
+    free(d.ck);
+    free(d.t);
+    free(d.v);
+    free(load);
+    free(v);
+    free(t);
+    free(tb);
+    free(vb);
+}
+
 int main(int argc, char **argv) {
     double hours = 24;
     unsigned max = TSDB_CHUNK_DEFAULT_SAMPLES;
-    int quiet = 0, speed_only = 0;
+    int quiet = 0, speed_only = 0, decode_only = 0, cset = 0, once = 0, nodes = 10, reps = 5, only_enc = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") && i + 1 < argc)
             hours = atof(argv[++i]);
         else if (!strcmp(argv[i], "-c") && i + 1 < argc)
-            max = (unsigned)atoi(argv[++i]);
+            max = (unsigned)atoi(argv[++i]), cset = 1;
         else if (!strcmp(argv[i], "-s") && i + 1 < argc)
             rs = (uint64_t)atoll(argv[++i]) * 0x9e3779b97f4a7c15ull + 1;
         else if (!strcmp(argv[i], "-q"))
             quiet = 1;
         else if (!strcmp(argv[i], "-t"))
             speed_only = 1;
+        else if (!strcmp(argv[i], "-d"))
+            decode_only = 1;
+        else if (!strcmp(argv[i], "-1"))
+            decode_only = once = 1;
+        else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+            nodes = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-r") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-e") && i + 1 < argc)
+            only_enc = (int)strtol(argv[++i], NULL, 16);
         else {
-            fprintf(stderr, "usage: chunk_bench [-h HOURS] [-c SAMPLES_PER_CHUNK] [-s SEED] [-q] [-t]\n");
+            fprintf(stderr,
+                    "usage: chunk_bench [-h HOURS] [-c SAMPLES_PER_CHUNK] [-s SEED] [-q] [-t] [-d] [-1] "
+                    "[-n NODES] [-r REPS] [-e ENC]\n");
             return 2;
         }
+    }
+    if (decode_only) {
+        decode_bench(nodes, hours, max == TSDB_CHUNK_DEFAULT_SAMPLES && !cset ? 480 : max, reps, once,
+                     only_enc);
+        return 0;
     }
     size_t n = (size_t)(hours * 3600 * 1000 / INTERVAL);
     if (n < 2) n = 2;
@@ -486,6 +830,7 @@ int main(int argc, char **argv) {
         free(ts);
         free(apps);
     }
+    if (!speed_only) decode_bench(quiet ? 2 : nodes, hours, 480, 3, 0, 0);
     base_buf_free(&out);
     free(t);
     free(v);

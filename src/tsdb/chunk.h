@@ -203,9 +203,11 @@ int tsdb_chunk_it_init(tsdb_chunk_it *it, const uint8_t *data, size_t len);
 bool tsdb_chunk_it_next(tsdb_chunk_it *it);
 /* Decodes up to cap samples into t[] and v[], exactly as that many
  * next() calls would (same samples, same checks, same sticky error), in
- * one tight loop: returns how many. Fewer than cap means the chunk ended
- * or failed (tsdb_chunk_it_err); without a failure it->t, it->v hold the
- * last sample decoded. */
+ * tight loops (chunk_kv.c: a block at a time): returns how many. Fewer
+ * than cap means the chunk ended or failed (tsdb_chunk_it_err); without a
+ * failure it->t, it->v hold the last sample decoded, and next() may go on
+ * from there. t[] and v[] past the count returned (below cap) may have
+ * been written. */
 size_t tsdb_chunk_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap);
 /* Advances to the first sample with timestamp >= t, never backwards (as
  * Prometheus's Seek); false if there is none or on error. */

@@ -14,7 +14,9 @@
  * end; a read that would sets err = BASE_E_TRUNCATED once, returns 0 and
  * keeps returning 0, so a decoder checks err once per sample instead of
  * after every read. Invariant: the top nacc bits of acc are the next bits
- * of input, every bit below them is 0.
+ * of input, every bit below them is 0. Its hot functions are always
+ * inlined: chunk_kv.c inlines its decoders into several loops, and past
+ * GCC's unit-growth limit the per-sample iterator would call them.
  */
 #ifndef KELVIN_TSDB_CHUNK_INT_H
 #define KELVIN_TSDB_CHUNK_INT_H
@@ -89,7 +91,7 @@ static inline void tsdb__br_init(tsdb__br *r, const uint8_t *p, size_t n) {
     r->err = 0;
 }
 
-static inline void tsdb__br_refill(tsdb__br *r) {
+static inline __attribute__((always_inline)) void tsdb__br_refill(tsdb__br *r) {
     if (r->nacc <= 56 && r->end - r->p >= 8) {
         /* a word at a time: as many whole bytes as fit, big endian */
         uint64_t x;
@@ -108,7 +110,7 @@ static inline void tsdb__br_refill(tsdb__br *r) {
     }
 }
 
-static inline void tsdb__br_fail(tsdb__br *r, int err) {
+static inline __attribute__((always_inline)) void tsdb__br_fail(tsdb__br *r, int err) {
     if (!r->err) r->err = err;
     r->acc = 0;
     r->nacc = 0;
@@ -116,7 +118,7 @@ static inline void tsdb__br_fail(tsdb__br *r, int err) {
 }
 
 /* Reads n bits, 0 <= n <= 56. */
-static inline uint64_t tsdb__br_get(tsdb__br *r, unsigned n) {
+static inline __attribute__((always_inline)) uint64_t tsdb__br_get(tsdb__br *r, unsigned n) {
     if (r->nacc < n) {
         tsdb__br_refill(r);
         if (r->nacc < n) {
@@ -139,7 +141,7 @@ static inline uint64_t tsdb__br_get64(tsdb__br *r, unsigned n) {
 
 /* Counts 1 bits up to max (<= 32) and consumes them, and the 0 that ends
  * them when fewer than max. */
-static inline unsigned tsdb__br_ones(tsdb__br *r, unsigned max) {
+static inline __attribute__((always_inline)) unsigned tsdb__br_ones(tsdb__br *r, unsigned max) {
     if (r->nacc <= max) tsdb__br_refill(r);
     uint64_t inv = ~r->acc;
     unsigned q = inv ? (unsigned)__builtin_clzll(inv) : 64; /* <= nacc: bits below are 0 */

@@ -97,8 +97,12 @@
  * chunk is cut, tsdb__kv_finish re-checks -delta against -dod and grid
  * against delta-of-delta timestamps and keeps whichever is smaller, on a
  * copy, so a failed cut changes nothing.
+ * The iterator decodes sample by sample (kv_next_d) or, for the query
+ * path's tsdb_chunk_it_next_n, a block at a time with the same results
+ * ("batch decoding" below).
  * Invariants: streams always decode to exactly the samples appended;
- * every int/dec mantissa passes the exactness check of to_mant().
+ * every int/dec mantissa passes the exactness check of to_mant(); both
+ * decoders give the same samples and errors for any bytes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -222,22 +226,22 @@ static int min_digits(double v) {
 /* ---- residual coder ----------------------------------------------------- */
 
 /* The smallest k with n * 2^k >= a, at most KMAX. */
-static inline unsigned k_of(uint64_t a, uint32_t n) {
+static inline __attribute__((always_inline)) unsigned k_of(uint64_t a, uint32_t n) {
     if (a <= n) return 0;
     unsigned k = tsdb__bitlen(a) - tsdb__bitlen(n);
     if (((uint64_t)n << k) < a) k++;
     return k > KMAX ? KMAX : k;
 }
 
-static inline unsigned rc_k(const tsdb__rc *c) {
+static inline __attribute__((always_inline)) unsigned rc_k(const tsdb__rc *c) {
     return k_of(c->a, c->n);
 }
-static inline unsigned rc_k2(const tsdb__rc *c) {
+static inline __attribute__((always_inline)) unsigned rc_k2(const tsdb__rc *c) {
     return k_of(c->a2, c->n2);
 }
 
 /* Learns x into the interruption statistics. */
-static inline void rc_learn2(tsdb__rc *c, uint64_t x) {
+static inline __attribute__((always_inline)) void rc_learn2(tsdb__rc *c, uint64_t x) {
     c->a2 += x < (1ull << 56) ? x : (1ull << 56);
     if (++c->n2 >= RESET) {
         c->a2 >>= 1;
@@ -248,7 +252,7 @@ static inline void rc_learn2(tsdb__rc *c, uint64_t x) {
 /* Learns magnitude u, coded with parameter k: an outlier counts as at
  * most 2^(k+CAP) once the coder has seen WARM samples, so one jump does
  * not spoil the codes that follow it. */
-static inline void rc_learn(tsdb__rc *c, uint64_t u, unsigned k) {
+static inline __attribute__((always_inline)) void rc_learn(tsdb__rc *c, uint64_t u, unsigned k) {
     uint64_t lim = c->n < WARM ? (1ull << 56) : (1ull << (k + CAP));
     c->a += u < lim ? u : lim;
     if (++c->n >= RESET) {
@@ -257,7 +261,7 @@ static inline void rc_learn(tsdb__rc *c, uint64_t u, unsigned k) {
     }
 }
 
-static inline void rc_zeros(tsdb__rc *c, uint32_t r) {
+static inline __attribute__((always_inline)) void rc_zeros(tsdb__rc *c, uint32_t r) {
     c->n += r;
     while (c->n >= RESET) {
         c->a >>= 1;
@@ -265,7 +269,7 @@ static inline void rc_zeros(tsdb__rc *c, uint32_t r) {
     }
 }
 
-static inline unsigned run_bits(const tsdb__rc *c) {
+static inline __attribute__((always_inline)) unsigned run_bits(const tsdb__rc *c) {
     return c->ri / 2u;
 }
 
@@ -1043,9 +1047,490 @@ kv_next_n_dec(tsdb_chunk_it *restrict x, int64_t *restrict t, double *restrict v
     return k;
 }
 
+/* ---- batch decoding -------------------------------------------------------
+ * tsdb__kv_it_next_n decodes a chunk (other than const at a steady
+ * interval, which needs no decoding) a block of up to FBLK samples at a
+ * time: first the block's timestamps (at a steady interval computed, four
+ * at a time; otherwise the timestamp stream decoded and integrated in one
+ * loop, fast_ts), then its values in one loop that decodes a residual
+ * code, integrates it (deltas or deltas of deltas times the factor) and
+ * divides by 10^d (fast_vals; Gorilla codes in fast_xor). About 3x fewer
+ * instructions a sample than the sample-by-sample decoder, whose state
+ * lives in memory and which checks every case for every sample.
+ *
+ * The value loop's core (normal mode, the common case) keeps the coder's
+ * state in registers and takes 10-12 cycles a code: the serial chain
+ * is A -> k (one branch for k = 0, lzcnt, a shift and a compare) -> the
+ * code's value -> A, nothing else. The code reader is a 64-bit window
+ * (acc) whose top nacc bits are counted, refilled from an unaligned
+ * big-endian word after every code; in runs of codes that cannot reach
+ * the stream's end it needs no bounds checks at all. Everything else --
+ * run mode, escapes, exceptions, k > 52, a run longer than the samples
+ * left, a stream's last bytes -- goes through fr_next(), and what that
+ * does not do through rc_get() itself on the state written back, so
+ * every code is decoded by the same rules as sample by sample. The loops
+ * are compiled twice (target_clones): for any x86-64, and for x86-64-v3
+ * (LZCNT, BMI2's shifts), picked when the program loads.
+ *
+ * A block that finds anything wrong (a stream error, an exception among
+ * timestamps, a timestamp that does not increase, a mantissa that might
+ * pass 2^53) is thrown away and decoded again sample by sample, which
+ * reports the error at the same sample as next() does. The chunk's first
+ * two samples (which do not update the coders) and its last (which checks
+ * that the streams end there) are always decoded sample by sample.
+ * tests/unit/tsdb/chunk.c compares both decoders on every chunk it makes,
+ * corrupt ones included; bench/chunk_bench.c -d measures them. */
+
+#define FBLK 256
+
+/* -DKV_CLONES= builds the baseline version alone (to test it on any CPU). */
+#ifndef KV_CLONES
+/* Not under ThreadSanitizer: its runtime is not set up yet when the
+ * loader runs the clones' ifunc resolver, which then crashes before main. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KV_NO_CLONES 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define KV_NO_CLONES 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && (!defined(__clang__) || __clang_major__ >= 14) &&            \
+    !defined(KV_NO_CLONES)
+#define KV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define KV_CLONES
+#endif
+#endif
+
+/* A stream's hot state, in registers while a loop runs; the rest of the
+ * coder's state (run mode, interruptions) stays in its tsdb__rc. */
+typedef struct frd {
+    const uint8_t *p, *end;
+    uint64_t acc;  /* the top nacc bits are the next bits; those below are the bits after them, or 0 */
+    uint32_t nacc; /* 0..64 */
+    uint32_t n;
+    uint64_t a;
+} frd;
+
+/* Loads the bytes at p below the counted bits: needs nacc <= 63. */
+static inline __attribute__((always_inline)) void fr_refill(frd *s) {
+    if (__builtin_expect(s->end - s->p >= 8, 1)) {
+        uint64_t x;
+        memcpy(&x, s->p, 8);
+        s->acc |= __builtin_bswap64(x) >> s->nacc;
+        unsigned take = (63 - s->nacc) >> 3;
+        s->p += take;
+        s->nacc += take * 8;
+    }
+}
+
+static inline __attribute__((always_inline)) void fr_in(frd *s, const tsdb__rc *c, const tsdb__br *r) {
+    s->p = r->p;
+    s->end = r->end;
+    s->acc = r->acc;
+    s->nacc = r->nacc;
+    s->a = c->a;
+    s->n = c->n;
+    if (s->nacc < 56) fr_refill(s);
+}
+
+static inline __attribute__((always_inline)) void fr_out(const frd *s, tsdb__rc *c, tsdb__br *r) {
+    r->p = s->p;
+    r->acc = s->nacc ? s->acc & (~0ull << (64 - s->nacc)) : 0;
+    r->nacc = s->nacc;
+    c->a = s->a;
+    c->n = s->n;
+}
+
+/* Consumes n (1..56) counted bits. */
+static inline __attribute__((always_inline)) void fr_skip(frd *s, unsigned n) {
+    s->acc <<= n;
+    s->nacc -= n;
+    fr_refill(s);
+}
+
+/* rc_zeros(), the halvings at once. */
+static inline __attribute__((always_inline)) void fr_zeros(frd *s, uint32_t r) {
+    s->n += r;
+    if (s->n >= RESET) {
+        unsigned sh = tsdb__bitlen(s->n) - 4;
+        s->a >>= sh;
+        s->n >>= sh;
+    }
+}
+
+/* k_of() without the cap at KMAX (the caller takes k <= 52 only). */
+static inline __attribute__((always_inline)) unsigned fr_k(uint64_t a, uint32_t n) {
+    if (a <= n) return 0;
+    unsigned k = (unsigned)__builtin_clzll(n) - (unsigned)__builtin_clzll(a);
+    return k + (((uint64_t)n << k) < a);
+}
+
+/* A Rice code at k <= 52 with fewer than QMAX ones, all of it counted:
+ * true with *x; false (nothing consumed) otherwise. */
+static inline __attribute__((always_inline)) bool fr_rice(frd *s, unsigned k, uint64_t *x) {
+    unsigned q = (unsigned)__builtin_clzll(~s->acc | (1ull << (63 - QMAX)));
+    unsigned len = q + 1 + k;
+    if (k > 52 || q >= QMAX || len > s->nacc) return false;
+    *x = ((uint64_t)q << k) | ((s->acc << q) >> (k ^ 63)); /* acc << q starts with the unary part's 0 */
+    fr_skip(s, len);
+    return true;
+}
+
+static __attribute__((noinline)) int rc_get_slow(tsdb__rc *c, tsdb__br *r, uint32_t left, uint64_t *u) {
+    return rc_get(c, r, left, 1, u);
+}
+
+static inline __attribute__((always_inline)) int fr_slow(frd *s, tsdb__rc *c, tsdb__br *r, uint32_t left,
+                                                         uint64_t *u) {
+    fr_out(s, c, r);
+    int e = rc_get_slow(c, r, left, u);
+    fr_in(s, c, r);
+    return e;
+}
+
+/* rc_get() in run mode with no zeros pending. */
+static inline __attribute__((always_inline)) int fr_run(frd *s, tsdb__rc *c, tsdb__br *r, uint32_t left,
+                                                        uint64_t *u) {
+    uint64_t x;
+    if (!c->intr) {
+        unsigned j = c->ri >> 1;
+        if (s->nacc < 1 + j) return fr_slow(s, c, r, left, u);
+        if (s->acc >> 63) { /* a block of zeros */
+            uint32_t blk = 1u << j;
+            fr_skip(s, 1);
+            fr_zeros(s, blk);
+            if (c->ri < 31) c->ri++;
+            c->run = (blk < left ? blk : left) - 1;
+            *u = 0;
+            return 0;
+        }
+        uint32_t m = (uint32_t)(((s->acc << 1) >> 1) >> (63 - j));
+        if (m >= left) return fr_slow(s, c, r, left, u); /* rc_get() fails it */
+        fr_skip(s, 1 + j);
+        fr_zeros(s, m);
+        c->intr = m && s->a <= s->n ? 2 : 1;
+        if (m) {
+            c->run = m - 1;
+            *u = 0;
+            return 0;
+        }
+    }
+    if (!fr_rice(s, fr_k(c->a2, c->n2), &x))
+        return fr_slow(s, c, r, left, u); /* resumes at the interruption */
+    c->inrun = c->intr == 2;
+    c->intr = 0;
+    if (c->ri) c->ri--;
+    c->a2 += x; /* < 2^55: no cap */
+    if (++c->n2 >= RESET) {
+        c->a2 >>= 1;
+        c->n2 >>= 1;
+    }
+    *u = x + 1;
+    return 0;
+}
+
+/* rc_get() with learn = 1 on the state in s and c (r holds the rest of
+ * the reader for the slow path). In normal mode a code read here is below
+ * 4 << k, so rc_learn()'s cap never applies. */
+static inline __attribute__((always_inline)) int fr_next(frd *s, tsdb__rc *c, tsdb__br *r, uint32_t left,
+                                                         uint64_t *u) {
+    if (__builtin_expect(!c->inrun, 1)) {
+        unsigned k = fr_k(s->a, s->n);
+        unsigned q = (unsigned)__builtin_clzll(~s->acc | (1ull << (63 - QMAX)));
+        unsigned len = q + 1 + k;
+        if (__builtin_expect(k > 52 || q >= QMAX || len > s->nacc, 0)) return fr_slow(s, c, r, left, u);
+        uint64_t x = ((uint64_t)q << k) | ((s->acc << q) >> (k ^ 63));
+        fr_skip(s, len);
+        s->a += x;
+        if (++s->n >= RESET) {
+            s->a >>= 1;
+            s->n >>= 1;
+        }
+        if (__builtin_expect((x | k) == 0, 0)) c->inrun = 1;
+        *u = x;
+        return 0;
+    }
+    if (c->run) {
+        c->run--;
+        *u = 0;
+        return 0;
+    }
+    return fr_run(s, c, r, left, u);
+}
+
+/* The timestamps of samples it->i .. it->i + b - 1 of a chunk with a
+ * timestamp stream into t; 0, or 1 if the block is bad. */
+KV_CLONES static int fast_ts(tsdb_chunk_it *restrict it, int64_t *restrict t, size_t b) {
+    frd s;
+    tsdb__rc *c = &it->tc;
+    fr_in(&s, c, &it->tr);
+    uint32_t left = it->n - it->i;
+    int64_t prev = it->t;
+    uint64_t dt = it->dt, gnext = it->gnext, rprev = it->rprev, g = it->grid, g4 = it->grid / 4;
+    int bad = 0;
+    if (it->tsgrid) {
+        for (size_t j = 0; j < b; j++) {
+            uint64_t u;
+            bad |= fr_next(&s, c, &it->tr, left - (uint32_t)j, &u);
+            uint64_t r = tsdb__unzz(u), mag = (r >> 63) ? 0 - r : r;
+            dt = gnext + r - (uint64_t)prev;
+            gnext = ((r && (r == rprev || mag > g4)) ? gnext + r : gnext) + g;
+            rprev = r;
+            int64_t nt = (int64_t)((uint64_t)prev + dt);
+            bad |= nt <= prev;
+            t[j] = prev = nt;
+        }
+    } else {
+        for (size_t j = 0; j < b; j++) {
+            uint64_t u;
+            bad |= fr_next(&s, c, &it->tr, left - (uint32_t)j, &u);
+            dt += tsdb__unzz(u);
+            int64_t nt = (int64_t)((uint64_t)prev + dt);
+            bad |= nt <= prev;
+            t[j] = prev = nt;
+        }
+    }
+    fr_out(&s, c, &it->tr);
+    it->dt = dt;
+    it->gnext = gnext;
+    it->rprev = rprev;
+    return bad | (it->tr.err != 0);
+}
+
+/* The values of samples it->i .. it->i + b - 1 into v; 0, or 1 if the
+ * block is bad. */
+static inline __attribute__((always_inline)) int fast_vals_t(tsdb_chunk_it *restrict it, double *restrict v,
+                                                             size_t b, int order, int dd) {
+    frd s;
+    tsdb__rc *c = &it->vc;
+    fr_in(&s, c, &it->vr);
+    uint32_t nexc = 0;
+    uint64_t mprev = it->mprev, dprev = it->dprev;
+    const uint64_t f = it->fmul;
+    const double p10 = P10[it->d];
+    double amax = 0; /* the largest |m|, as a double (on the FP side) */
+    double *vp = v, *const ve = v + b;
+    /* left of the sample at vp: left_end + (ve - vp) */
+    const uint32_t left_end = it->n - it->i - (uint32_t)b;
+#define VAL_OUT(u)                                                                                           \
+    do {                                                                                                     \
+        uint64_t q_ = order == 1 ? tsdb__unzz(u) : dprev + tsdb__unzz(u);                                    \
+        uint64_t m_ = mprev + q_ * f;                                                                        \
+        dprev = q_;                                                                                          \
+        mprev = m_;                                                                                          \
+        double x_ = (double)(int64_t)m_, ax_ = x_ < 0 ? -x_ : x_;                                            \
+        amax = ax_ > amax ? ax_ : amax;                                                                      \
+        *vp++ = dd ? x_ / p10 : x_;                                                                          \
+    } while (0)
+    while (vp < ve) {
+        /* Normal mode, the common case, in a loop of its own: while 15
+         * bytes are left, runs of (left - 8) / 7 codes need no end check
+         * (a code is at most 56 bits, a refill moves at most 7 bytes and
+         * reads 8), and every refill leaves 56 bits or more counted. */
+        while (!c->inrun && s.nacc >= 56 && s.end - s.p >= 15 && vp < ve) {
+            size_t safe = (size_t)(s.end - s.p - 8) / 7, want = (size_t)(ve - vp);
+            double *stop = vp + (safe < want ? safe : want);
+            uint64_t acc = s.acc, a = s.a;
+            const uint8_t *p = s.p;
+            unsigned nacc = s.nacc;
+            uint32_t n = s.n;
+            int run = 0;
+            while (vp < stop) {
+                unsigned k = fr_k(a, n);
+                unsigned q = (unsigned)__builtin_clzll(~acc | 1);
+                if (__builtin_expect(q >= QMAX, 0)) break;
+                if (__builtin_expect(k > 52, 0)) break;
+                unsigned len = q + 1 + k;
+                /* the k bits after the unary part: acc << q starts with
+                 * the 0 that ends it, so its top k + 1 bits are the value
+                 * (0 for k = 0), with k off the longer path */
+                uint64_t x = ((acc << q) >> (k ^ 63)) | ((uint64_t)q << k);
+                uint64_t w;
+                acc <<= len;
+                nacc -= len;
+                memcpy(&w, p, 8);
+                acc |= __builtin_bswap64(w) >> nacc;
+                p += (nacc ^ 63) >> 3;
+                nacc |= 56;
+                a += x;
+                if (++n >= RESET) {
+                    a >>= 1;
+                    n >>= 1;
+                }
+                VAL_OUT(x);
+                if (__builtin_expect((x | k) == 0, 0)) {
+                    run = 1;
+                    break;
+                }
+            }
+            s.acc = acc;
+            s.a = a;
+            s.p = p;
+            s.nacc = nacc;
+            s.n = n;
+            if (run)
+                c->inrun = 1;
+            else if (vp < stop)
+                break; /* an escape or a large k: below */
+        }
+        if (vp == ve) break;
+        uint64_t u;
+        if (__builtin_expect(fr_next(&s, c, &it->vr, left_end + (uint32_t)(ve - vp), &u), 0)) {
+            *vp++ = tsdb__bitsd(u); /* an exception */
+            nexc++;
+            continue;
+        }
+        VAL_OUT(u);
+    }
+#undef VAL_OUT
+    fr_out(&s, c, &it->vr);
+    it->mprev = mprev;
+    it->dprev = dprev;
+    it->s += (uint32_t)b - nexc;
+    /* |m| > 2^53 for some m rounds to 2^53 or more (2^53 itself, valid,
+     * is left to the sample-by-sample decoder too) */
+    return (amax >= TWO53) | (it->vr.err != 0);
+}
+
+KV_CLONES static int fast_vals(tsdb_chunk_it *restrict it, double *restrict v, size_t b) {
+    if (it->order == 1) return it->d ? fast_vals_t(it, v, b, 1, 1) : fast_vals_t(it, v, b, 1, 0);
+    return it->d ? fast_vals_t(it, v, b, 2, 1) : fast_vals_t(it, v, b, 2, 0);
+}
+
+/* The values of samples it->i .. it->i + b - 1 of a kxor chunk (Gorilla
+ * XOR codes, as tsdb__xor_get) into v; 0, or 1 if the block is bad. A
+ * sample takes at most 13 + 64 bits and three refills: within 24 bytes of
+ * the stream's end, samples go to tsdb__xor_get() itself. */
+KV_CLONES static int fast_xor(tsdb_chunk_it *restrict it, double *restrict v, size_t b) {
+    frd s;
+    fr_in(&s, &it->vc, &it->vr);
+    uint64_t bits = it->vbits;
+    unsigned lead = it->lead, trail = it->trail;
+    int bad = 0;
+    for (size_t j = 0; j < b; j++) {
+        if (__builtin_expect(s.end - s.p < 24 || s.nacc < 56, 0)) {
+            uint8_t l8 = (uint8_t)lead, t8 = (uint8_t)trail;
+            fr_out(&s, &it->vc, &it->vr);
+            tsdb__xor_get(&it->vr, &bits, &l8, &t8);
+            fr_in(&s, &it->vc, &it->vr);
+            lead = l8;
+            trail = t8;
+            bad |= it->vr.err != 0;
+        } else if (s.acc >> 63) {
+            if ((s.acc >> 62) & 1) { /* '11': a new window */
+                unsigned l = (unsigned)(s.acc >> 57) & 31, sig = (unsigned)(s.acc >> 51) & 63;
+                if (!sig) sig = 64;
+                if (l + sig > 64) {
+                    bad = 1;
+                    break;
+                }
+                lead = l;
+                trail = 64 - l - sig;
+                fr_skip(&s, 13);
+            } else {
+                fr_skip(&s, 2);
+            }
+            unsigned sig = 64 - lead - trail;
+            uint64_t d;
+            if (sig <= 32) {
+                d = s.acc >> (64 - sig);
+                fr_skip(&s, sig);
+            } else {
+                d = s.acc >> (96 - sig); /* the first sig - 32 bits, then 32 */
+                fr_skip(&s, sig - 32);
+                d = d << 32 | s.acc >> 32;
+                fr_skip(&s, 32);
+            }
+            bits ^= d << trail;
+        } else {
+            fr_skip(&s, 1);
+        }
+        v[j] = tsdb__bitsd(bits);
+    }
+    fr_out(&s, &it->vc, &it->vr);
+    it->lead = (uint8_t)lead;
+    it->trail = (uint8_t)trail;
+    return bad | (it->vr.err != 0);
+}
+
+/* t[j] = t0 + (j + 1) * dt for j < b (none wrapping: checked before). */
+typedef uint64_t kv_u64x4 __attribute__((vector_size(32)));
+KV_CLONES static void fill_steady(int64_t *restrict t, uint64_t t0, uint64_t dt, size_t b) {
+    kv_u64x4 cur = {t0 + dt, t0 + 2 * dt, t0 + 3 * dt, t0 + 4 * dt}, step = {4 * dt, 4 * dt, 4 * dt, 4 * dt};
+    size_t j = 0;
+    for (; j + 4 <= b; j += 4) {
+        memcpy(t + j, &cur, sizeof cur);
+        cur += step;
+    }
+    for (; j < b; j++) t[j] = (int64_t)(t0 + dt * (j + 1));
+}
+
+/* Decodes samples it->i .. it->i + cnt - 1 of a chunk other than const at a
+ * steady interval into t, v, as next() would; none of them is the chunk's
+ * last, it->i >= 2 and for int/dec it->s >= it->order. Returns how many;
+ * fewer when a block was bad, and then *it is where that block began. */
+static size_t kv_fast(tsdb_chunk_it *restrict it, int64_t *restrict t, double *restrict v, size_t cnt) {
+    size_t done = 0;
+    while (done < cnt) {
+        size_t b = cnt - done < FBLK ? cnt - done : FBLK;
+        tsdb_chunk_it save = *it;
+        int bad = 0;
+        if (it->regular) { /* t + dt ... t + b * dt, none wrapping */
+            int64_t *tb = t + done, prev = it->t;
+            uint64_t dt = it->dt, span;
+            int64_t last;
+            if (__builtin_mul_overflow(dt, (uint64_t)b, &span) || span > INT64_MAX ||
+                __builtin_add_overflow(prev, (int64_t)span, &last))
+                bad = 1;
+            else
+                fill_steady(tb, (uint64_t)prev, dt, b);
+        } else {
+            bad = fast_ts(it, t + done, b);
+        }
+        if (!bad) {
+            if (it->vmode == TSDB_ENC_KXOR) {
+                bad = fast_xor(it, v + done, b);
+            } else if (it->vmode == TSDB_ENC_CONST) {
+                double c = tsdb__bitsd(it->vbits);
+                for (size_t j = 0; j < b; j++) v[done + j] = c;
+            } else {
+                bad = fast_vals(it, v + done, b);
+            }
+        }
+        if (bad) {
+            *it = save;
+            break;
+        }
+        done += b;
+        it->i += (uint32_t)b;
+        it->t = t[done - 1];
+        it->v = v[done - 1];
+        it->vbits = tsdb__dbits(it->v);
+    }
+    return done;
+}
+
+/* Up to cap samples through the sample-by-sample decoder (none after an
+ * error: kv_next_d() does not check it). */
+static size_t kv_slow_n(tsdb_chunk_it *restrict x, int64_t *restrict t, double *restrict v, size_t cap) {
+    if (x->err) return 0;
+    if (x->d && (x->vmode == TSDB_ENC_DEC_DELTA || x->vmode == TSDB_ENC_DEC_DOD))
+        return kv_next_n_dec(x, t, v, cap);
+    size_t k = 0;
+    while (k < cap && kv_next(x)) {
+        t[k] = x->t;
+        v[k] = x->v;
+        k++;
+    }
+    return k;
+}
+
 /* As tsdb__xor_it_next_n. Constant chunks at a steady interval (the most
  * common kind: up/info/limit series) are generated without decoding: only
- * the last sample runs the decoder, which checks the chunk's end. */
+ * the last sample runs the decoder, which checks the chunk's end. Other
+ * chunks go through kv_fast() but for their first two and last samples. */
 size_t tsdb__kv_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap) {
     tsdb_chunk_it x = *it;
     size_t k = 0;
@@ -1068,16 +1553,27 @@ size_t tsdb__kv_it_next_n(tsdb_chunk_it *it, int64_t *t, double *v, size_t cap) 
             v[k] = c;
             k++;
         }
-    }
-    if (x.d && (x.vmode == TSDB_ENC_DEC_DELTA || x.vmode == TSDB_ENC_DEC_DOD)) {
-        k += kv_next_n_dec(&x, t + k, v + k, cap - k);
     } else {
-        while (k < cap && kv_next(&x)) {
-            t[k] = x.t;
-            v[k] = x.v;
-            k++;
+        int intdec = x.vmode >= TSDB_ENC_INT_DELTA && x.vmode <= TSDB_ENC_DEC_DOD;
+        while (k < cap && !x.err && x.i + 1 < x.n) {
+            if (x.i < 2 || (intdec && x.s < x.order)) { /* the samples that do not update the coders */
+                size_t r = kv_slow_n(&x, t + k, v + k, 1);
+                k += r;
+                if (!r) break;
+                continue;
+            }
+            size_t want = cap - k < x.n - 1 - x.i ? cap - k : x.n - 1 - x.i;
+            size_t r = kv_fast(&x, t + k, v + k, want);
+            k += r;
+            if (r < want) { /* a bad block: sample by sample from its start */
+                size_t b = want - r < FBLK ? want - r : FBLK;
+                size_t r2 = kv_slow_n(&x, t + k, v + k, b);
+                k += r2;
+                if (r2 < b) break;
+            }
         }
     }
+    k += kv_slow_n(&x, t + k, v + k, cap - k);
     *it = x;
     return k;
 }

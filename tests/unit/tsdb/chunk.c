@@ -5,7 +5,10 @@
  * (INT64_MIN to INT64_MAX, out-of-order appends rejected), one sample,
  * 65,536 samples across chunks, the encoding chosen for each kind of
  * series, truncated and corrupt input detected, seek, snapshots of an
- * open chunk, and every allocation failing in turn. */
+ * open chunk, and every allocation failing in turn. Every chunk decoded
+ * here is also decoded in batches (tsdb_chunk_it_next_n, at several caps)
+ * and compared with the sample-by-sample iterator (batch_check), and
+ * test_batch_decode does that on chunks of every encoding and size. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +58,77 @@ static void encode1(const int64_t *t, const double *v, size_t n, unsigned flags,
     tsdb_chunk_app_free(&a);
 }
 
+/* ---- the batch decoder against the sample-by-sample one ------------------ */
+
+static int64_t ref_t[TSDB_CHUNK_MAX_SAMPLES + 1], bat_t[TSDB_CHUNK_MAX_SAMPLES + 1];
+static double ref_v[TSDB_CHUNK_MAX_SAMPLES + 1], bat_v[TSDB_CHUNK_MAX_SAMPLES + 1];
+
+/* Decodes data[0..len) with tsdb_chunk_it_next() and again with
+ * tsdb_chunk_it_next_n() at several caps (and at random caps mixed with
+ * next() calls), and checks that every way gives the same samples bit for
+ * bit, the same count and the same error, that the iterator holds the
+ * last sample after each batch (unless it failed), and that nothing comes
+ * after the end. Returns the count; the error goes to *ret_err. */
+static size_t batch_check(const uint8_t *data, size_t len, int *ret_err) {
+    tsdb_chunk_it it;
+    tsdb_chunk_it_init(&it, data, len);
+    size_t n = 0;
+    while (tsdb_chunk_it_next(&it)) {
+        assert_true(n < TSDB_CHUNK_MAX_SAMPLES);
+        ref_t[n] = it.t;
+        ref_v[n] = it.v;
+        n++;
+    }
+    int err = tsdb_chunk_it_err(&it);
+    static const size_t caps[] = {1, 2, 7, 255, 256, 257, TSDB_CHUNK_MAX_SAMPLES, 0 /* mixed */};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        tsdb_chunk_it b;
+        tsdb_chunk_it_init(&b, data, len);
+        assert_int_equal(tsdb_chunk_it_next_n(&b, bat_t, bat_v, 0), 0);
+        size_t k = 0;
+        for (;;) {
+            size_t r;
+            if (!caps[c] && rnd() % 3 == 0) { /* one sample through next() */
+                if (!tsdb_chunk_it_next(&b)) break;
+                bat_t[k] = b.t;
+                bat_v[k] = b.v;
+                r = 1;
+            } else {
+                size_t cap = caps[c] ? caps[c] : rnd() % 40;
+                if (cap > TSDB_CHUNK_MAX_SAMPLES + 1 - k) cap = TSDB_CHUNK_MAX_SAMPLES + 1 - k; /* >= 1 */
+                r = tsdb_chunk_it_next_n(&b, bat_t + k, bat_v + k, cap);
+                assert_true(r <= cap);
+                if (!r && cap) break;
+            }
+            k += r;
+            if (k > n)
+                fail_msg("chunk %02x, %zu bytes: batch (cap %zu) gave %zu samples, next() %zu (err %d)",
+                         data[0], len, caps[c], k, n, err);
+            if (r && !tsdb_chunk_it_err(&b) && (b.t != bat_t[k - 1] || dbits(b.v) != dbits(bat_v[k - 1])))
+                fail_msg(
+                    "chunk %02x, %zu bytes, cap %zu: the iterator does not hold sample %zu (%lld %016llx, "
+                    "it %lld %016llx; next() %zu samples, err %d)",
+                    data[0], len, caps[c], k - 1, (long long)bat_t[k - 1],
+                    (unsigned long long)dbits(bat_v[k - 1]), (long long)b.t, (unsigned long long)dbits(b.v),
+                    n, err);
+        }
+        if (k != n || tsdb_chunk_it_err(&b) != err)
+            fail_msg("chunk %02x, %zu bytes, cap %zu: batch %zu samples err %d, next() %zu err %d", data[0],
+                     len, caps[c], k, tsdb_chunk_it_err(&b), n, err);
+        for (size_t i = 0; i < n; i++)
+            if (bat_t[i] != ref_t[i] || dbits(bat_v[i]) != dbits(ref_v[i]))
+                fail_msg(
+                    "chunk %02x, cap %zu, sample %zu of %zu: batch (%lld, %016llx), next() (%lld, %016llx)",
+                    data[0], caps[c], i, n, (long long)bat_t[i], (unsigned long long)dbits(bat_v[i]),
+                    (long long)ref_t[i], (unsigned long long)dbits(ref_v[i]));
+        assert_false(tsdb_chunk_it_next(&b));
+        assert_int_equal(tsdb_chunk_it_next_n(&b, bat_t, bat_v, 10), 0);
+        assert_int_equal(tsdb_chunk_it_err(&b), err);
+    }
+    if (ret_err) *ret_err = err;
+    return n;
+}
+
 /* Decodes one chunk and checks it holds exactly the n samples, bit for bit. */
 static void expect_samples(const void *data, size_t len, const int64_t *t, const double *v, size_t n) {
     tsdb_chunk_it it;
@@ -73,6 +147,9 @@ static void expect_samples(const void *data, size_t len, const int64_t *t, const
     }
     assert_int_equal(tsdb_chunk_it_err(&it), 0);
     assert_int_equal(i, n);
+    int err = -1;
+    assert_int_equal(batch_check(data, len, &err), n);
+    assert_int_equal(err, 0);
 }
 
 /* Appends all samples with chunks of at most max, cutting on
@@ -572,6 +649,9 @@ static int drain(const uint8_t *p, size_t n, size_t *ret_count) {
     }
     assert_false(tsdb_chunk_it_next(&it));
     assert_false(tsdb_chunk_it_seek(&it, INT64_MIN) && tsdb_chunk_it_err(&it));
+    int err = -1;
+    assert_int_equal(batch_check(p, n, &err), c);
+    assert_int_equal(err, tsdb_chunk_it_err(&it));
     if (ret_count) *ret_count = c;
     return tsdb_chunk_it_err(&it);
 }
@@ -677,6 +757,199 @@ static void test_corrupt(void **state) {
     const uint8_t many[] = {0x49, 0xfe, 0xff, 0x03, 0x00, 0x01, 0x00, 0x00};
     assert_int_equal(drain(many, sizeof many, &c), 0);
     assert_int_equal(c, 65535);
+}
+
+/* ---- the batch decoder --------------------------------------------------- */
+
+enum { BV_SHAPES = 16, BT_SHAPES = 7 };
+
+/* Values of every kind the encoder has a mode or a corner for. */
+static void batch_values(int shape, double *v, size_t n) {
+    double x = (double)(rnd() % 100);
+    int64_t m = (int64_t)(rnd() % 1000000);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rnd();
+        switch (shape) {
+        case 0: v[i] = 42.5; break;                                             /* const */
+        case 1: x += r % 10 < 6 ? 0 : (r & 16) ? 1 : -1, v[i] = x; break;       /* temperature: zero runs */
+        case 2: m += 30000 * (70 + (int64_t)(r % 11)), v[i] = (double)m; break; /* energy: factor 10^4 */
+        case 3: m += 2900 + (int64_t)(r % 150), v[i] = (double)m / 100; break;  /* CPU seconds: dec-dod */
+        case 4: v[i] = (double)(int64_t)(r % 2000001) / 1000 - 1000; break;     /* 3 decimals, noisy */
+        case 5: m += (int64_t)(r % 601) - 300, v[i] = (double)m * 4096; break;  /* pages: factor 2^12 */
+        case 6: m += r % 500 == 0, v[i] = (double)m; break;                     /* long zero runs */
+        case 7: v[i] = bitsd(r); break;                                         /* random bits: kxor */
+        case 8: /* specials inside runs and between changes */
+            x += r % 4 == 0 ? 1 : 0;
+            v[i] = r % 13 == 0 ? bitsd(specials[(r >> 8) % NSPECIAL]) : x;
+            break;
+        case 9: /* mantissas at the edge of 2^53 */
+            v[i] = (double)((int64_t)1 << 53) - (double)(r % 64) * ((r & 1) ? 1 : 2);
+            if (r % 7 == 0) v[i] = -v[i];
+            break;
+        case 10:
+            m += (r % 50 == 0) ? (int64_t)(r >> 24) : (int64_t)(r % 5), v[i] = (double)m;
+            break;                                                                      /* escapes */
+        case 11: v[i] = i < 3 ? bitsd(specials[r % NSPECIAL]) : (double)(i % 9); break; /* exceptions first */
+        case 12: m += (int64_t)(r % 3), v[i] = (double)m / 1e15; break;                 /* 15 decimals */
+        case 13: v[i] = (r % 3) ? 0 : (double)(r >> 20); break;        /* zeros and big jumps */
+        case 14: v[i] = i + 1 == n ? bitsd(specials[0]) : 7; break;    /* run ended by stale */
+        default: v[i] = (double)(i % 2 ? 0 : (int64_t)(r % 3)); break; /* 0/1/2 at random */
+        }
+    }
+}
+
+/* Timestamps: steady, jittered (grid), irregular, at the ends of int64. */
+static void batch_times(int shape, int64_t *t, size_t n) {
+    int64_t tc = 1700000000000 + (int64_t)(rnd() % 15000);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rnd();
+        switch (shape) {
+        case 0: t[i] = tc + (int64_t)i * 15000; break;
+        case 1: t[i] = tc + (int64_t)i; break;
+        case 2: t[i] = tc + (int64_t)i * 15000 + (int64_t)(r % 11) - 5; break;
+        case 3: t[i] = tc + (int64_t)i * 30000 + (r % 40 == 0 ? 5 + (int64_t)(r % 900) : 0); break;
+        case 4: tc += 1 + (int64_t)(r % 100000), t[i] = tc; break;
+        case 5: t[i] = INT64_MAX - (int64_t)(n - 1 - i) * 60000; break;
+        default: tc += (r & 1) ? 1 : (int64_t)(r >> 40), t[i] = tc; break;
+        }
+    }
+}
+
+/* A chunk's bytes with its first timestamp moved by shift (the samples
+ * after it keep their intervals), into out. */
+static void shift_t0(const uint8_t *p, size_t len, int64_t shift, base_buf *out) {
+    const uint8_t *q = p + 1, *end = p + len;
+    uint64_t n1 = 0, zt = 0;
+    assert_int_equal(tsdb__get_uvarint(&q, end, 1, &n1), 0);
+    assert_int_equal(tsdb__get_uvarint(&q, end, 1, &zt), 0);
+    uint8_t hdr[32];
+    size_t h = 0;
+    hdr[h++] = p[0];
+    h += tsdb__put_uvarint(hdr + h, n1);
+    h += tsdb__put_uvarint(hdr + h, tsdb__zz(tsdb__unzz(zt) + (uint64_t)shift));
+    base_buf_reset(out);
+    base_buf_append(out, hdr, h);
+    base_buf_append(out, q, (size_t)(end - q));
+    assert_int_equal(out->err, 0);
+}
+
+/* tsdb_chunk_it_next_n against tsdb_chunk_it_next (batch_check) on chunks
+ * of every encoding, regular and not, with exceptions, NaN payloads, zero
+ * runs, escapes and factors, at every size from 1 to 300 and at block
+ * edges up to 65,535; then on corrupted copies of them, and on chunks
+ * whose timestamps wrap or whose mantissas pass 2^53 midway (where the
+ * batch decoder must give up exactly where next() does). */
+static void test_batch_decode(void **state) {
+    (void)state;
+    enum { N = TSDB_CHUNK_MAX_SAMPLES };
+    int64_t *t = malloc(N * sizeof *t);
+    double *v = malloc(N * sizeof *v);
+    uint8_t *copy = malloc(1 << 20);
+    assert_non_null(t);
+    assert_non_null(v);
+    assert_non_null(copy);
+    base_buf out = BASE_BUF_INIT, out2 = BASE_BUF_INIT;
+    int seen[256] = {0};
+    /* every size 1..300, shapes in turn */
+    for (size_t n = 1; n <= 300; n++) {
+        int vs = (int)(n % BV_SHAPES), ts = (int)((n / BV_SHAPES) % BT_SHAPES);
+        batch_values(vs, v, n);
+        batch_times(ts, t, n);
+        encode1(t, v, n, 0, &out);
+        expect_samples(out.data, out.len, t, v, n);
+        seen[(uint8_t)out.data[0]]++;
+    }
+    /* every shape with every timestamp kind, at block edges; corrupted */
+    static const size_t sizes[] = {255, 256, 257, 480, 513};
+    for (int vs = 0; vs < BV_SHAPES; vs++)
+        for (int ts = 0; ts < BT_SHAPES; ts++)
+            for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+                size_t n = sizes[si];
+                batch_values(vs, v, n);
+                batch_times(ts, t, n);
+                for (unsigned flags = 0; flags <= TSDB_CHUNK_PROM_XOR; flags += TSDB_CHUNK_PROM_XOR) {
+                    encode1(t, v, n, flags, &out);
+                    expect_samples(out.data, out.len, t, v, n);
+                    seen[(uint8_t)out.data[0]]++;
+                    if (si) continue;
+                    for (int k = 0; k < 8; k++) { /* a bit flipped */
+                        memcpy(copy, out.data, out.len);
+                        size_t bit = rnd() % (out.len * 8);
+                        copy[bit / 8] ^= (uint8_t)(0x80 >> (bit % 8));
+                        drain(copy, out.len, NULL);
+                    }
+                    for (int k = 0; k < 3; k++) { /* cut short, or bytes added */
+                        memcpy(copy, out.data, out.len);
+                        size_t cut = rnd() % out.len, more = rnd() % 9;
+                        drain(copy, cut, NULL);
+                        for (size_t j = 0; j < more; j++) copy[out.len + j] = (uint8_t)rnd();
+                        drain(copy, out.len + more, NULL);
+                    }
+                }
+            }
+    /* the largest chunks */
+    static const int big[][2] = {{1, 0}, {3, 0}, {3, 2}, {8, 2}, {4, 4}, {13, 0}};
+    for (size_t b = 0; b < sizeof big / sizeof big[0]; b++) {
+        batch_values(big[b][0], v, N);
+        batch_times(big[b][1], t, N);
+        encode1(t, v, N, 0, &out);
+        expect_samples(out.data, out.len, t, v, N);
+        seen[(uint8_t)out.data[0]]++;
+    }
+    /* every encoding came up, regular and not */
+    for (unsigned id = TSDB_ENC_CONST; id <= TSDB_ENC_KXOR; id++) {
+        if (!seen[id]) fail_msg("no chunk of encoding %02x", id);
+        if (!seen[id | TSDB_ENC_REGULAR]) fail_msg("no chunk of encoding %02x", id | TSDB_ENC_REGULAR);
+    }
+    assert_true(seen[TSDB_ENC_XOR] > 0);
+
+    /* timestamps that wrap past INT64_MAX at sample 200 of 300: steady,
+     * jittered, irregular; each value kind */
+    for (int ts = 0; ts < 3; ts++)
+        for (int vs = 1; vs < 6; vs++) {
+            size_t n = 300, c;
+            batch_values(vs, v, n);
+            for (size_t i = 0; i < n; i++)
+                t[i] = INT64_MAX - (int64_t)(n - 1 - i) * 15000 - (ts == 1 && i % 3 ? 2 : 0) -
+                       (ts == 2 ? (int64_t)(n - 1 - i) * (int64_t)(i % 7) : 0);
+            encode1(t, v, n, 0, &out);
+            expect_samples(out.data, out.len, t, v, n);
+            int64_t shift = t[n - 1] - t[199] + 1;
+            shift_t0((const uint8_t *)out.data, out.len, shift, &out2);
+            assert_int_equal(drain((const uint8_t *)out2.data, out2.len, &c), BASE_E_PARSE);
+            assert_true(c >= 150 && c <= 200);
+        }
+    /* mantissas that pass 2^53 midway: an int chunk rising from 2^52 (even
+     * integers: odd ones up there are not exact mantissas) whose factor
+     * byte is made 4 times larger */
+    for (int order = 0; order < 2; order++) {
+        size_t n = 400, c;
+        int64_t walk = (int64_t)1 << 52;
+        for (size_t i = 0; i < n; i++) {
+            /* up and down (deltas of deltas cost more than deltas), upwards */
+            walk += (i % 2 ? -((int64_t)1 << 44) + ((int64_t)1 << 43) : (int64_t)1 << 44) +
+                    2 * (int64_t)(rnd() % 64);
+            v[i] =
+                (double)(order ? ((int64_t)1 << 52) + ((int64_t)(i * i) << 34) + 2 * (int64_t)(i % 3) : walk);
+        }
+        batch_times(0, t, n);
+        encode1(t, v, n, 0, &out);
+        expect_samples(out.data, out.len, t, v, n);
+        assert_int_equal((uint8_t)out.data[0],
+                         (order ? TSDB_ENC_INT_DOD : TSDB_ENC_INT_DELTA) | TSDB_ENC_REGULAR);
+        int g, vb;
+        kv_header((const uint8_t *)out.data, out.len, &g, &vb);
+        assert_true(vb >= 1 && vb < 60); /* F: steps of 2^F */
+        memcpy(copy, out.data, out.len);
+        copy[vpart_off] = (uint8_t)(vb + 2);
+        assert_int_equal(drain(copy, out.len, &c), BASE_E_PARSE);
+        assert_true(c > 2 && c < n);
+    }
+    base_buf_free(&out);
+    base_buf_free(&out2);
+    free(copy);
+    free(t);
+    free(v);
 }
 
 /* ---- iteration, snapshots, allocation failures ------------------------- */
@@ -833,6 +1106,7 @@ int main(void) {
         cmocka_unit_test(test_grid_timestamps),
         cmocka_unit_test(test_factors),
         cmocka_unit_test(test_corrupt),
+        cmocka_unit_test(test_batch_decode),
         cmocka_unit_test(test_seek),
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_alloc_failure),
