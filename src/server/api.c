@@ -500,10 +500,11 @@ int server__api_compressed(const api_ctx *c) {
     return encoding_of(c->req->accept_encoding) != 0;
 }
 
-void server__api_send(api_ctx *c, int status, base_buf *b) {
-    int enc = encoding_of(c->req->accept_encoding);
+void server__send_encoded(const http_request *req, http_response *resp, int status, const char *ct,
+                          base_buf *b) {
+    int enc = encoding_of(req->accept_encoding);
     if (!enc || base_buf_err(b)) {
-        http_respond_buf(c->resp, status, SERVER_CT_JSON, b);
+        http_respond_buf(resp, status, ct, b);
         return;
     }
     struct libdeflate_compressor *z = libdeflate_alloc_compressor(1);
@@ -518,11 +519,15 @@ void server__api_send(api_ctx *c, int status, base_buf *b) {
     if (z) libdeflate_free_compressor(z);
     if (!n) {
         free(out);
-        http_respond_buf(c->resp, status, SERVER_CT_JSON, b);
+        http_respond_buf(resp, status, ct, b);
         return;
     }
     base_buf_free(b);
-    http_respond_owned(c->resp, status, SERVER_CT_JSON, enc == 1 ? "gzip" : "deflate", out, n, free, out);
+    http_respond_owned(resp, status, ct, enc == 1 ? "gzip" : "deflate", out, n, free, out);
+}
+
+void server__api_send(api_ctx *c, int status, base_buf *b) {
+    server__send_encoded(c->req, c->resp, status, SERVER_CT_JSON, b);
 }
 
 /* ---- durations as model.Duration prints them ------------------------------ */

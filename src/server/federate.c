@@ -46,7 +46,6 @@
  * ERRORS. A storage failure while reading is 500 with the reason and
  * counts in prometheus_web_federation_errors_total.
  */
-#include <libdeflate.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -468,46 +467,6 @@ static void render(const fed_list *l, const ext_label *ext, size_t next, base_bu
     }
 }
 
-/* Prometheus's CompressionHandler's choice: 1 gzip, 2 deflate (zlib), 0. */
-static int encoding_of(const char *ae) {
-    while (ae) {
-        const char *comma = strchr(ae, ',');
-        size_t n = comma ? (size_t)(comma - ae) : strlen(ae);
-        const char *p = ae;
-        while (n && (*p == ' ' || *p == '\t')) p++, n--;
-        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
-        if (n == 4 && memcmp(p, "gzip", 4) == 0) return 1;
-        if (n == 7 && memcmp(p, "deflate", 7) == 0) return 2;
-        ae = comma ? comma + 1 : NULL;
-    }
-    return 0;
-}
-
-static void send_body(const http_request *req, http_response *resp, base_buf *b) {
-    int enc = encoding_of(req->accept_encoding);
-    if (!enc || base_buf_err(b)) {
-        http_respond_buf(resp, 200, EXPO_CT_TEXT, b);
-        return;
-    }
-    struct libdeflate_compressor *z = libdeflate_alloc_compressor(1);
-    size_t bound =
-        z ? (enc == 1 ? libdeflate_gzip_compress_bound(z, b->len) : libdeflate_zlib_compress_bound(z, b->len))
-          : 0;
-    char *out = z ? malloc(bound ? bound : 1) : NULL;
-    size_t n = 0;
-    if (out)
-        n = enc == 1 ? libdeflate_gzip_compress(z, b->data ? b->data : "", b->len, out, bound)
-                     : libdeflate_zlib_compress(z, b->data ? b->data : "", b->len, out, bound);
-    if (z) libdeflate_free_compressor(z);
-    if (!n) {
-        free(out);
-        http_respond_buf(resp, 200, EXPO_CT_TEXT, b);
-        return;
-    }
-    base_buf_free(b);
-    http_respond_owned(resp, 200, EXPO_CT_TEXT, enc == 1 ? "gzip" : "deflate", out, n, free, out);
-}
-
 /* Parses every match[] (see REQUEST): 0, or answers 400 and returns -1. */
 static int parse_matchers(http_form *form, http_response *resp, api_match_sets *m) {
     memset(m, 0, sizeof *m);
@@ -616,5 +575,5 @@ void server__federate(server *s, const http_request *req, http_response *resp) {
     free(ext);
     fed_list_free(&l);
     if (base_buf_err(&b)) atomic_fetch_add(&s->rx.federate_errors, 1);
-    send_body(req, resp, &b);
+    server__send_encoded(req, resp, 200, EXPO_CT_TEXT, &b);
 }

@@ -157,6 +157,10 @@ void server__api_bad_data(api_ctx *c, const char *prefix, const base_buf *msg);
 void server__api_invalid_param(api_ctx *c, const char *param, const char *msg);
 /* Sends b (a complete JSON document) with status, compressed if asked. */
 void server__api_send(api_ctx *c, int status, base_buf *b);
+/* Answers b with content type ct, gzip- or deflate-compressed when the
+ * request's Accept-Encoding takes it (b is consumed). */
+void server__send_encoded(const http_request *req, http_response *resp, int status, const char *ct,
+                          base_buf *b);
 void server__api_no_content(api_ctx *c);
 /* {"status":"success","data": ... } around what the caller writes. */
 void server__api_begin(base_buf *b);
