@@ -21,6 +21,8 @@ import * as explore from "./views/explore.js";
 import * as jobs from "./views/jobs.js";
 import * as capacity from "./views/capacity.js";
 import * as apiview from "./views/apiview.js";
+import { api, scalarOf } from "./api.js";
+import { Q, fill } from "./queries.js";
 
 const VIEWS = {
   fleet: ["Fleet", fleet], node: ["Node", node], jobs: ["Training", jobs], capacity: ["Capacity", capacity],
@@ -133,3 +135,12 @@ function route(force) {
 window.addEventListener("hashchange", () => route(false));
 window.addEventListener("resize", (() => { let t; return () => { clearTimeout(t); t = setTimeout(() => route(true), 300); }; })());
 Promise.all([loadScrapeInterval(), loadRecorded()]).then(() => route(true));
+
+// Simulated GPUs are labelled as such in the header, on every page.
+api.query(fill(Q.simulated.expr, {})).then((res) => {
+  const n = scalarOf(res);
+  if (!n) return;
+  const badge = h("span", { class: "sim-badge", title: "These GPUs are simulated (kelvin agent --gpu.simulate): no NVML driver here" },
+    `simulated GPUs (${n})`);
+  document.querySelector("#top .brand").after(badge);
+}).catch(() => {});

@@ -27,6 +27,9 @@
 const v = (...names) => names;
 
 export const Q = {
+  // the header's "simulated GPUs" badge: the agent labels every GPU series
+  // simulated="true" when the GPUs are simulated (--gpu.simulate)
+  simulated: { expr: "count(last_over_time(DCGM_FI_DEV_GPU_TEMP{simulated=\"true\"}[10m]))", vars: v() },
   fleet: {
     // the heatmap: which GPUs exist (seen in the last 10 minutes), and the
     // chosen colouring's value per (Hostname, gpu)
