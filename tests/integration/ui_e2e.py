@@ -113,7 +113,7 @@ try:
     env = dict(os.environ, KELVIN_NODE_MODULES=MODULES, KELVIN_CHROMIUM=CHROMIUM)
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ui", "e2e.mjs")
     try:
-        p = subprocess.run(["node", script, base, ART, str(NODES * GPUS), ALERT], capture_output=True, text=True, timeout=240, env=env)
+        p = subprocess.run(["node", script, base, ART, str(NODES * GPUS), ALERT], capture_output=True, text=True, timeout=400, env=env)
     except subprocess.TimeoutExpired:
         raise AssertionError("the browser run took more than 240 s")
     out = p.stdout.strip().splitlines()

@@ -57,13 +57,13 @@ try {
 
   // ---- fleet overview
   await go("#/fleet?from=now-15m&to=now");
-  await page.waitForSelector("#heatmap .hm-cell", { timeout: 20000 });
+  await page.waitForSelector("#heatmap .hm-cell", { timeout: 60000 });
   const cells = await page.$$eval("#heatmap .hm-cell", (cs) => cs.length);
   check("fleet: one heatmap cell per simulated GPU", cells === Number(expectedGpus), `${cells} cells, want ${expectedGpus}`);
   const colored = await page.$$eval("#heatmap .hm-cell", (cs) => cs.filter((c) => c.dataset.value !== "").length);
   // a scrape that timed out on this shared machine leaves a node without a current value
   check("fleet: heatmap cells have values", colored >= Number(expectedGpus) * 3 / 4, `${colored} with values`);
-  await page.waitForFunction(() => document.querySelectorAll("#fleet-stats .stat").length >= 8, null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelectorAll("#fleet-stats .stat").length >= 8, null, { timeout: 60000 });
   const gpusStat = await page.$eval('[data-stat="GPUs"] .v', (e) => e.textContent);
   check("fleet: GPU count tile", gpusStat === String(expectedGpus), gpusStat);
   await settle();
@@ -74,14 +74,14 @@ try {
   // every colouring of the heatmap
   for (const col of ["temp", "memtemp", "power", "mem", "xid", "ecc"]) {
     await go(`#/fleet?from=now-15m&to=now&color=${col}`);
-    await page.waitForSelector("#heatmap .hm-cell", { timeout: 20000 });
+    await page.waitForSelector("#heatmap .hm-cell", { timeout: 60000 });
     const n = await page.$$eval("#heatmap .hm-cell", (cs) => cs.length);
     check(`fleet: heatmap coloured by ${col}`, n === Number(expectedGpus), `${n} cells`);
   }
   // the scrubber: values at an earlier time
   const at = Math.floor(Date.now() / 1000) - 20;
   await go(`#/fleet?from=now-15m&to=now&at=${at}`);
-  await page.waitForSelector("#heatmap .hm-cell", { timeout: 20000 });
+  await page.waitForSelector("#heatmap .hm-cell", { timeout: 60000 });
   const label = await page.$eval("#hm-time", (e) => e.textContent);
   check("fleet: scrubber time shown", /\d\d:\d\d:\d\d/.test(label), label);
   // clicking a cell opens its node
@@ -125,7 +125,7 @@ try {
   const firingAll = await page.evaluate(async () => (await (await fetch("api/v1/alerts")).json()).data.alerts.filter((a) => a.state === "firing"));
   const fired = firingAll.find((a) => a.labels.alertname === expectedAlert);
   await go(`#/node?from=now-15m&to=now&node=${encodeURIComponent(fired.labels.Hostname)}`);
-  await page.waitForSelector("#node-select", { timeout: 15000 });
+  await page.waitForSelector("#node-select", { timeout: 60000 });
   await settle();
   // scroll through to make every panel visible (rendered on visibility)
   for (let y = 0; y < 6000; y += 700) { await page.evaluate((yy) => scrollTo(0, yy), y); await page.waitForTimeout(150); }
@@ -158,7 +158,7 @@ try {
 
   // ---- alerts
   await go("#/alerts?from=now-15m&to=now");
-  await page.waitForSelector("#alerts-table, #alerts-now p", { timeout: 15000 });
+  await page.waitForSelector("#alerts-table, #alerts-now p", { timeout: 60000 });
   const alertText = await page.$eval("#alerts-now", (e) => e.textContent);
   check("alerts: the simulated alert is listed as firing", alertText.includes(expectedAlert) && alertText.includes("firing"), alertText.slice(0, 300));
   await page.waitForSelector("#alerts-history .tl-seg", { timeout: 15000 }).catch(() => {});
@@ -168,17 +168,17 @@ try {
 
   // ---- targets, rules, tsdb, api
   await go("#/targets");
-  await page.waitForSelector(".targets-table", { timeout: 15000 });
+  await page.waitForSelector(".targets-table", { timeout: 60000 });
   const ups = await page.$$eval(".targets-table .badge.up", (b) => b.length);
   check("targets: targets listed as up", ups > 0, `${ups} up`);
   await shot("targets");
   await go("#/rules");
-  await page.waitForSelector(".rules-table", { timeout: 15000 });
+  await page.waitForSelector(".rules-table", { timeout: 60000 });
   const nrules = await page.$$eval(".rules-table tbody tr", (r) => r.length);
   check("rules: the alert pack's rules listed", nrules > 20, `${nrules} rules`);
   await shot("rules");
   await go("#/tsdb");
-  await page.waitForSelector("#tsdb table", { timeout: 15000 });
+  await page.waitForSelector("#tsdb table", { timeout: 60000 });
   const tsdbText = await page.$eval("#tsdb", (e) => e.textContent);
   const topRows = await page.$$eval("#tsdb table tbody tr", (r) => r.length);
   check("tsdb: head stats and top metrics shown", /Head series/.test(tsdbText) && topRows >= 10, `${topRows} rows: ${tsdbText.slice(0, 200)}`);
@@ -190,20 +190,20 @@ try {
   await go("#/explore?from=now-15m&to=now");
   await page.fill("#expr", "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)");
   await page.click("#execute");
-  await page.waitForSelector("#query-graph", { timeout: 15000 });
+  await page.waitForSelector("#query-graph", { timeout: 60000 });
   await settle("#query-graph");
   const qg = await drawn("#query-graph");
   check("explore: graph drawn", qg.length === 1 && qg[0].points > 0 && qg[0].pixels > 50, JSON.stringify(qg));
   await shot("explore-graph");
   await page.click("#tab-table");
-  await page.waitForSelector("#query-table tbody tr", { timeout: 15000 });
+  await page.waitForSelector("#query-table tbody tr", { timeout: 60000 });
   const qrows = await page.$$eval("#query-table tbody tr", (r) => r.length);
   check("explore: table rows", qrows > 0, `${qrows} rows`);
   const bad = "sum(rate(DCGM_FI_DEV_GPU_UTIL[5m]) by";
   const before = consoleErrors.length;
   await page.fill("#expr", bad);
   await page.click("#execute");
-  await page.waitForSelector("#query-error", { timeout: 15000 });
+  await page.waitForSelector("#query-error", { timeout: 60000 });
   // Chromium logs the API's 400 answer to the bad query: expected, once
   const logged = consoleErrors.splice(before).filter((e) => !/status of 400/.test(e));
   consoleErrors.push(...logged);
@@ -216,10 +216,10 @@ try {
 
   // ---- training, capacity
   await go("#/jobs?from=now-15m&to=now");
-  await page.waitForSelector("#job-gpus h3", { timeout: 15000 });
+  await page.waitForSelector("#job-gpus h3", { timeout: 60000 });
   await shot("jobs");
   await go("#/capacity?from=now-15m&to=now");
-  await page.waitForSelector("#capacity-stats .stat", { timeout: 15000 });
+  await page.waitForSelector("#capacity-stats .stat", { timeout: 60000 });
   await settle();
   const cc = await drawn(".panel.chart");
   check("capacity: trend charts drawn", cc.filter((c) => c.points > 0).length >= 3, JSON.stringify(cc));
@@ -228,7 +228,7 @@ try {
   // ---- light theme
   await go("#/fleet?from=now-15m&to=now");
   await page.click("#theme");
-  await page.waitForSelector("#heatmap .hm-cell", { timeout: 20000 });
+  await page.waitForSelector("#heatmap .hm-cell", { timeout: 60000 });
   await settle();
   const themeNow = await page.evaluate(() => document.documentElement.dataset.theme);
   check("theme: toggles to light", themeNow === "light", themeNow);
