@@ -45,64 +45,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import kelvintest as kt  # noqa: E402
 from fixture_targets import FixtureServer, Target  # noqa: E402
+from remote_write import encode_write_request as write_request, pb_field as field, pb_series  # noqa: E402
+from remote_write import snappy_compress as snappy, stale_nan, uvarint as varint  # noqa: E402
 
 PROMETHEUS = os.path.join(kt.PEERS, "bin", "prometheus")
-STALE = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
+STALE = stale_nan()
 VANISH_AT = 6  # scrapes with rw_vanishing
 WANT_SCRAPES = 14
-
-# ---- remote write 1.0 by hand: protobuf fields and snappy literal blocks ----
-
-
-def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, wire, payload):
-    if wire == 2:
-        return varint(num << 3 | 2) + varint(len(payload)) + payload
-    if wire == 0:
-        return varint(num << 3) + varint(payload)
-    return varint(num << 3 | 1) + payload  # fixed64
-
-
-def _b(s):
-    return s.encode() if isinstance(s, str) else s
-
-
-def pb_series(labels, samples, extra=b""):
-    b = b"".join(field(1, 2, field(1, 2, _b(n)) + field(2, 2, _b(v))) for n, v in labels)
-    b += b"".join(field(2, 2, field(1, 1, struct.pack("<d", v)) + field(2, 0, t)) for t, v in samples)
-    return b + extra
-
-
-def write_request(series):
-    return b"".join(field(1, 2, pb_series(*s)) for s in series)
-
-
-def snappy(data):
-    """A valid snappy block of literals (64 KiB at most each)."""
-    out = bytearray(varint(len(data)))
-    for i in range(0, len(data), 65536):
-        chunk = data[i:i + 65536]
-        n = len(chunk) - 1
-        if n < 60:
-            out.append(n << 2)
-        else:
-            out.append(61 << 2)
-            out += struct.pack("<H", n)
-        out += chunk
-    return bytes(out)
-
 
 # ---- processes -------------------------------------------------------------
 

@@ -21,7 +21,6 @@ from kelvin:
 """
 import os
 import shutil
-import struct
 import sys
 import tempfile
 import time
@@ -30,48 +29,9 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import kelvintest as kt  # noqa: E402
+from remote_write import encode_write_request as write_request, snappy_compress as snappy, stale_nan  # noqa: E402
 
-STALE = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
-
-
-def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def field(num, wire, payload):
-    if wire == 2:
-        return varint(num << 3 | 2) + varint(len(payload)) + payload
-    if wire == 0:
-        return varint(num << 3) + varint(payload)
-    return varint(num << 3 | 1) + payload
-
-
-def write_request(series):
-    out = b""
-    for labels, samples in series:
-        b = b"".join(field(1, 2, field(1, 2, n.encode()) + field(2, 2, v.encode())) for n, v in labels)
-        b += b"".join(field(2, 2, field(1, 1, struct.pack("<d", v)) + field(2, 0, t)) for t, v in samples)
-        out += field(1, 2, b)
-    return out
-
-
-def snappy(data):
-    out = bytearray(varint(len(data)))
-    for i in range(0, len(data), 65536):
-        chunk = data[i:i + 65536]
-        out.append(61 << 2)
-        out += struct.pack("<H", len(chunk) - 1)
-        out += chunk
-    return bytes(out)
+STALE = stale_nan()
 
 
 def start(work, name, config, *flags):

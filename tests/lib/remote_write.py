@@ -276,26 +276,37 @@ def decode_write_request(b):
     return {"series": series, "metadata": metadata, "histograms": nhist, "exemplars": nex}
 
 
-def _key(num, wt):
-    return _put_uvarint((num << 3) | wt)
+def uvarint(x):
+    """An unsigned LEB128 varint (negative numbers as their 64-bit two's complement)."""
+    return _put_uvarint(x & ((1 << 64) - 1))
 
 
-def _ld(num, payload):
-    return _key(num, 2) + _put_uvarint(len(payload)) + payload
+def pb_field(num, wire, payload):
+    """One protobuf field: wire 0 (varint: payload an int), 1 (fixed64: payload
+    8 bytes) or 2 (length-delimited: payload bytes)."""
+    if wire == 2:
+        return uvarint(num << 3 | 2) + uvarint(len(payload)) + payload
+    if wire == 0:
+        return uvarint(num << 3) + uvarint(payload)
+    return uvarint(num << 3 | 1) + payload
+
+
+def _b(s):
+    return s.encode() if isinstance(s, str) else s
+
+
+def pb_series(labels, samples, extra=b""):
+    """A TimeSeries message's bytes: labels (name, value) as str or bytes, in
+    the order given; samples (ts ms, value); extra appended as is (exemplars,
+    histograms)."""
+    b = b"".join(pb_field(1, 2, pb_field(1, 2, _b(n)) + pb_field(2, 2, _b(v))) for n, v in labels)
+    b += b"".join(pb_field(2, 2, pb_field(1, 1, struct.pack("<d", v)) + pb_field(2, 0, t)) for t, v in samples)
+    return b + extra
 
 
 def encode_write_request(series):
     """[(labels: iterable of (name, value), [(ts ms, value)])] -> WriteRequest bytes."""
-    out = bytearray()
-    for labels, samples in series:
-        ts_b = bytearray()
-        for name, value in labels:
-            ts_b += _ld(1, _ld(1, name.encode()) + _ld(2, value.encode()))
-        for t, v in samples:
-            s = _key(1, 1) + struct.pack("<d", v) + _key(2, 0) + _put_uvarint(t & ((1 << 64) - 1))
-            ts_b += _ld(2, s)
-        out += _ld(1, bytes(ts_b))
-    return bytes(out)
+    return b"".join(pb_field(1, 2, pb_series(labels, samples)) for labels, samples in series)
 
 
 def labels_sorted_unique(labels):
