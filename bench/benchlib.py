@@ -124,3 +124,22 @@ def metric_values(text, name):
             except ValueError:
                 pass
     return out
+
+
+def start_fleet(kelvin, tmp, nodes, interval_s):
+    """`kelvin sim fleet` of `nodes` nodes updating every interval_s, its
+    targets in tmp/fleet.json: (proc, base url, sd file, series per node, from
+    one node's body -- scrapers add their own per-target series)."""
+    port = free_port()
+    sd = os.path.join(tmp, "fleet.json")
+    flog = os.path.join(tmp, "fleet.log")
+    fh = open(flog, "w")
+    p = start([kelvin, "sim", "fleet", "--nodes", str(nodes), "--listen", f"127.0.0.1:{port}", "--sd-file", sd,
+               "--update-interval", f"{int(interval_s * 1000)}ms", "--log.level", "warn"], stdout=fh, stderr=fh)
+    base = f"http://127.0.0.1:{port}"
+    wait_up(base + "/-/healthy", p, flog)
+    if not os.path.exists(sd):
+        raise BenchError(f"the fleet wrote no sd file: {tail(flog)}")
+    body = http_get(base + "/node/0/metrics", 30)
+    per_node = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+    return p, base, sd, per_node

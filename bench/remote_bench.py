@@ -70,7 +70,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, start, status_kib,
+from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, start, start_fleet, status_kib,
                       stop, tail, wait_up)
 
 KELVIN = os.path.abspath(os.environ.get("KELVIN_BIN", "build/kelvin"))
@@ -139,22 +139,6 @@ class Server:
         self.fh.close()
         if not KEEP:
             shutil.rmtree(self.data, ignore_errors=True)
-
-
-def start_fleet(tmp):
-    port = free_port()
-    sd = os.path.join(tmp, "fleet.json")
-    flog = os.path.join(tmp, "fleet.log")
-    fh = open(flog, "w")
-    p = start([KELVIN, "sim", "fleet", "--nodes", str(NODES), "--listen", f"127.0.0.1:{port}", "--sd-file", sd,
-               "--update-interval", f"{int(INTERVAL * 1000)}ms", "--log.level", "warn"], stdout=fh, stderr=fh)
-    base = f"http://127.0.0.1:{port}"
-    wait_up(base + "/-/healthy", p, flog)
-    if not os.path.exists(sd):
-        raise BenchError(f"the fleet wrote no sd file: {tail(flog)}")
-    body = http_get(base + "/node/0/metrics", 30)
-    per_node = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
-    return p, sd, per_node
 
 
 class Victoria:
@@ -357,7 +341,7 @@ def main():
     old = signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     a, b, d, ctx, per_node = {}, {}, {}, {}, 0
     try:
-        fleet, sd, per_node = start_fleet(tmp)
+        fleet, _, sd, per_node = start_fleet(KELVIN, tmp, NODES, INTERVAL)
         want = 2 * NODES * per_node
         log(f"  fleet: {NODES} nodes x {per_node} series; run A (no remote write), {SECONDS:g} s ...")
         servers = [Server(k, tmp, write_config(tmp, sd, k, None), "plain") for k in keys]

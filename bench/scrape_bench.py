@@ -54,7 +54,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, procs, start,
+from benchlib import (BenchError, cleanup, cpu_seconds, free_port, http_get, log, metric_values, start, start_fleet,
                       status_kib, stop, tail, wait_up)
 
 KELVIN = os.path.abspath(os.environ.get("KELVIN_BIN", "build/kelvin"))
@@ -141,23 +141,6 @@ def kelvin_has_server():
 
 
 # ---- the fleet ----------------------------------------------------------------
-
-def start_fleet(tmp):
-    port = free_port()
-    sd = os.path.join(tmp, "fleet.json")
-    flog = os.path.join(tmp, "fleet.log")
-    fh = open(flog, "w")
-    p = start([KELVIN, "sim", "fleet", "--nodes", str(NODES), "--listen", f"127.0.0.1:{port}", "--sd-file", sd,
-               "--update-interval", f"{int(INTERVAL * 1000)}ms", "--log.level", "warn"], stdout=fh, stderr=fh)
-    base = f"http://127.0.0.1:{port}"
-    wait_up(base + "/-/healthy", p, flog)
-    if not os.path.exists(sd):
-        raise BenchError(f"the fleet wrote no sd file: {tail(flog)}")
-    # series per node, from one node's body (the scrapers add their own per-target series)
-    body = http_get(base + "/node/0/metrics", 30)
-    per_node = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
-    return p, base, sd, per_node
-
 
 def write_config(tmp, sd):
     cfg = os.path.join(tmp, "prometheus.yml")
@@ -305,7 +288,7 @@ def main():
     old = signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     res, rc, per_node = {}, 0, 0
     try:
-        fleet, base, sd, per_node = start_fleet(tmp)
+        fleet, base, sd, per_node = start_fleet(KELVIN, tmp, NODES, INTERVAL)
         cfg = write_config(tmp, sd)
         log(f"  fleet: {NODES} nodes x {per_node} series at {base}, file_sd {sd}")
         for key in SCRAPERS:

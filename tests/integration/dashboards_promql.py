@@ -482,16 +482,8 @@ def main():
 
         # the stack
         env = dict(os.environ)
-        fa, fb = kt.free_port(), kt.free_port()
-        sd_a, sd_b = os.path.join(tmp, "fleet-a.json"), os.path.join(tmp, "fleet-b.json")
-        pa = kt.start([kt.KELVIN, "sim", "fleet", "--nodes", "2", "--gpus", "4", "--scenario", "xid-storm",
-                       "--seed", "11", "--update-interval", "1s", "--listen", f"127.0.0.1:{fa}", "--sd-file", sd_a],
-                      log=os.path.join(tmp, "fleet-a.log"))
-        pb = kt.start([kt.KELVIN, "sim", "fleet", "--nodes", "1", "--gpus", "4", "--scenario", "ecc-degradation",
-                       "--seed", "12", "--update-interval", "1s", "--listen", f"127.0.0.1:{fb}", "--sd-file", sd_b],
-                      log=os.path.join(tmp, "fleet-b.log"))
-        kt.wait_http(f"http://127.0.0.1:{fa}/-/healthy", proc=pa)
-        kt.wait_http(f"http://127.0.0.1:{fb}/-/healthy", proc=pb)
+        _, _, sd_a = kt.start_fleet(tmp, 2, 4, "xid-storm", 11, name="fleet-a")
+        _, _, sd_b = kt.start_fleet(tmp, 1, 4, "ecc-degradation", 12, name="fleet-b")
         udp = kt.free_port(socket.SOCK_DGRAM)
         _, train_url = kt.start_agent("--gpu.simulate=xid-storm", "--gpu.simulate.count=2",
                                       f"--statsd.listen-udp=127.0.0.1:{udp}",

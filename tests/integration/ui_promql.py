@@ -174,15 +174,8 @@ try:
     qs = entries()
     f.check(len(qs) >= 60, f"only {len(qs)} expressions read from {QUERIES}")
     train = Training()
-    fport, sport = kt.free_port(), kt.free_port()
-    sd = os.path.join(tmp, "fleet.json")
-    kt.start([kt.KELVIN, "sim", "fleet", "--nodes", str(NODES), "--gpus", str(GPUS), "--listen", f"127.0.0.1:{fport}",
-              "--sd-file", sd, "--update-interval", "1s", "--seed", "3", "--scenario", "xid-storm"],
-             log=os.path.join(tmp, "fleet.log"))
-    kt.wait_http(f"http://127.0.0.1:{fport}/nodes")
-    end = time.time() + 10
-    while not os.path.exists(sd) and time.time() < end:
-        time.sleep(0.1)
+    sport = kt.free_port()
+    _, _, sd = kt.start_fleet(tmp, NODES, GPUS, "xid-storm", 3)
     rules = os.path.join(kt.SOURCE, "rules", "gpu.rules.yml")
     # a per-GPU alert that fires at once, so ALERTS has a series however
     # long the scenario's own alert takes

@@ -73,6 +73,25 @@ def start_agent(*args, env=None, log=None):
     return p, url
 
 
+def start_fleet(tmp, nodes, gpus, scenario, seed, name="fleet", interval="1s"):
+    """Starts `kelvin sim fleet` on a free loopback port, its targets written to
+    tmp/<name>.json (file_sd); returns (proc, base_url, sd file) once it
+    answers and the file exists."""
+    port = free_port()
+    sd = os.path.join(tmp, name + ".json")
+    p = start([KELVIN, "sim", "fleet", "--nodes", str(nodes), "--gpus", str(gpus), "--scenario", scenario,
+               "--seed", str(seed), "--update-interval", interval, "--listen", f"127.0.0.1:{port}",
+               "--sd-file", sd], log=os.path.join(tmp, name + ".log"))
+    url = f"http://127.0.0.1:{port}"
+    wait_http(url + "/-/healthy", proc=p)
+    end = time.time() + 10
+    while not os.path.exists(sd) and time.time() < end:
+        time.sleep(0.1)
+    if not os.path.exists(sd):
+        raise AssertionError(f"the simulated fleet wrote no {sd}")
+    return p, url, sd
+
+
 def wait_http(url, deadline=30, proc=None):
     end = time.time() + deadline
     last = None
