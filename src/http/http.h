@@ -59,17 +59,10 @@ typedef struct http_response {
     void (*free_fn)(void *free_arg);
     void *free_arg;
     /* Up to HTTP_MAX_EXTRA_HEADERS extra headers, sent in order; a NULL
-     * name ends the list. http_response_add_header() appends one.
-     * extra_header_name/value name the first slot (kept for the handlers
-     * that set one header directly). A header set here replaces a web
-     * config header of the same name (as Go's Header().Set does). */
-    union {
-        http_header extra[HTTP_MAX_EXTRA_HEADERS];
-        struct {
-            const char *extra_header_name;
-            const char *extra_header_value;
-        };
-    };
+     * name ends the list. http_response_add_header() appends one. A header
+     * set here replaces a web config header of the same name (as Go's
+     * Header().Set does). */
+    http_header extra[HTTP_MAX_EXTRA_HEADERS];
     /* A body written while it is sent (http_respond_stream), or NULL. */
     long (*fill)(void *arg, char *buf, size_t max);
 } http_response;

@@ -635,8 +635,7 @@ static void method_not_allowed(http_response *resp, unsigned methods) {
     else if (methods == M_POST)
         allow = "OPTIONS, POST";
     http_respond_text(resp, 405, "Method Not Allowed\n");
-    resp->extra_header_name = "Allow";
-    resp->extra_header_value = allow;
+    (void)http_response_add_header(resp, "Allow", allow);
 }
 
 void server__api(server *s, const http_request *req, http_response *resp) {

@@ -509,8 +509,7 @@ void server__federate(server *s, const http_request *req, http_response *resp) {
             http_respond_copy(resp, 200, NULL, "", 0);
         else
             http_respond_text(resp, 405, "Method Not Allowed\n");
-        resp->extra_header_name = "Allow";
-        resp->extra_header_value = "GET, OPTIONS";
+        (void)http_response_add_header(resp, "Allow", "GET, OPTIONS");
         return;
     }
     if (!s->ready) {

@@ -96,8 +96,7 @@ static void handler(void *ctx, const http_request *req, http_response *resp) {
     if (strcmp(req->path, "/one") == 0) {
         /* the single-header fields older handlers set are the first slot */
         http_respond_text(resp, 405, "no\n");
-        resp->extra_header_name = "Allow";
-        resp->extra_header_value = "GET, OPTIONS";
+        (void)http_response_add_header(resp, "Allow", "GET, OPTIONS");
         http_response_add_header(resp, "X-Second", "2");
         return;
     }

@@ -30,8 +30,7 @@ static void handler(void *ctx, const http_request *req, http_response *resp) {
     handled++;
     if (strcmp(req->path, "/loc") == 0) {
         http_respond_text(resp, 200, "ok\n");
-        resp->extra_header_name = "X-Frame-Options";
-        resp->extra_header_value = "from-handler";
+        (void)http_response_add_header(resp, "X-Frame-Options", "from-handler");
         return;
     }
     http_respond_copy(resp, 200, "text/plain", req->body ? req->body : "hello",
