@@ -3,7 +3,9 @@
  * never loop past the declared sample count, and only hand out strictly
  * increasing timestamps. When the input decodes cleanly, the samples are
  * encoded again with both encodings and must come back bit for bit; seek
- * must agree with next on the same bytes.
+ * must agree with next on the same bytes, and so must the batch decoder
+ * (tsdb_chunk_it_next_n, chunk_kv.c's block paths) at a batch size taken
+ * from the input: the same samples, count and error.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +57,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int err = tsdb_chunk_it_err(&it);
     if (!err && got != n) abort();
     if (err && tsdb_chunk_it_next(&it)) abort(); /* sticky */
+
+    /* the batch decoder, in batches of 1..64 samples: what next() gave */
+    {
+        size_t cap = size % 64 + 1, at = 0, k;
+        int64_t bt[64];
+        double bv[64];
+        tsdb_chunk_it b;
+        tsdb_chunk_it_init(&b, buf, size);
+        while ((k = tsdb_chunk_it_next_n(&b, bt, bv, cap)) > 0) {
+            if (at + k > got) abort();
+            for (size_t i = 0; i < k; i++)
+                if (bt[i] != t[at + i] || memcmp(&bv[i], &v[at + i], sizeof bv[i])) abort();
+            at += k;
+            if (k < cap) break;
+        }
+        if (at != got || tsdb_chunk_it_err(&b) != err) abort();
+    }
 
     /* seek to a timestamp taken from the middle: the same sample as next() gave */
     if (got) {
