@@ -30,7 +30,7 @@ const VIEWS = {
   explore: ["Query", explore], api: ["API", apiview],
 };
 
-let current = null, timer = null, lastKey = "", routeSeq = 0;
+let current = null, timer = null, lastKey = "", routeSeq = 0, routedWidth = innerWidth;
 
 // Sets the rendered marker once ready has settled and no visible panel is
 // loading (checked every frame, for at most 120 s).
@@ -111,6 +111,7 @@ function route(force) {
   const key = location.hash;
   if (!force && key === lastKey) return;
   lastKey = key;
+  routedWidth = innerWidth;
   const t0 = performance.now(), seq = ++routeSeq;
   if (current && current.destroy) current.destroy();
   destroyAll();
@@ -133,7 +134,10 @@ function route(force) {
 }
 
 window.addEventListener("hashchange", () => route(false));
-window.addEventListener("resize", (() => { let t; return () => { clearTimeout(t); t = setTimeout(() => route(true), 300); }; })());
+// Charts take their width from the page, so a change of width redraws the
+// view; a change of height alone (a full-page screenshot, a toolbar) does
+// not, and keeps what the user typed but has not run.
+window.addEventListener("resize", (() => { let t; return () => { clearTimeout(t); t = setTimeout(() => { if (innerWidth !== routedWidth) route(true); }, 300); }; })());
 Promise.all([loadScrapeInterval(), loadRecorded()]).then(() => route(true));
 
 // Simulated GPUs are labelled as such in the header, on every page.

@@ -3,7 +3,7 @@
 // through every page of the web UI against a running kelvin server.
 // Usage: node e2e.mjs BASE_URL ARTIFACT_DIR EXPECTED_GPUS EXPECTED_ALERT
 // Prints one JSON object: {checks: [{name, ok, detail}], console: [...]}.
-// Called by tests/integration/ui_e2e.py, which owns the processes.
+// Called by tests/integration/ui/browser.py for tests/integration/ui.py, which owns the processes.
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -190,7 +190,10 @@ try {
   await go("#/explore?from=now-15m&to=now");
   await page.fill("#expr", "avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)");
   await page.click("#execute");
-  await page.waitForSelector("#query-graph", { timeout: 60000 });
+  check("explore: Execute puts the query in the URL", decodeURIComponent(await page.evaluate(() => location.hash)).includes("DCGM_FI_DEV_GPU_UTIL"), await page.evaluate(() => location.hash));
+  await page.waitForSelector("#query-graph, #query-error", { timeout: 60000 });
+  const qerr = await page.$("#query-error");
+  check("explore: the query answers without an error", !qerr, qerr ? await qerr.textContent() : "");
   await settle("#query-graph");
   const qg = await drawn("#query-graph");
   check("explore: graph drawn", qg.length === 1 && qg[0].points > 0 && qg[0].pixels > 50, JSON.stringify(qg));

@@ -1,17 +1,22 @@
 #!/usr/bin/python3
-"""Every PromQL expression of the web UI's panels, run against kelvin.
+"""The web UI against a simulated fleet: its serving, every page in a real
+headless Chromium, and every PromQL expression of its panels.
 
-The expressions are declared once, in web/src/queries.js (the views build
-their queries from it); node imports that module and prints every entry
-(name, template, recording-rule form, display filter, variables) as JSON.
-
-- starts `kelvin sim fleet` (4 nodes x 8 GPUs, scenario xid-storm), a
-  training job's metrics (a histogram, a counter, a gauge: the fleet sends
-  no application metrics) and `kelvin server` scraping them and itself
-  every 2 s with rules/gpu.rules.yml;
-- waits for a firing alert of a node (the scenario's GPUXidError, or
-  UITestGPUSeen, a per-GPU alert of the test's own that fires at once) and
-  for every recording rule the UI names;
+- starts `kelvin sim fleet` (4 nodes x 8 GPUs, scenario xid-storm, so the
+  alert pack's GPUXidError fires), a training job's metrics (a histogram,
+  a counter, a gauge: the fleet sends no application metrics) and
+  `kelvin server` scraping them and itself every 2 s with
+  rules/gpu.rules.yml;
+- checks the UI's serving (tests/integration/ui/browser.py);
+- waits for GPUXidError firing on a node and for every recording rule the
+  UI names, then drives every page in Chromium (ui/e2e.mjs through
+  ui/browser.py: drawn charts, the alert on the alerts page and the node's
+  charts, the explorer, both themes; screenshots in
+  $KELVIN_BUILD_DIR/ui-artifacts/);
+- the PromQL expressions are declared once, in web/src/queries.js (the
+  views build their queries from it); node imports that module and prints
+  every entry (name, template, recording-rule form, display filter,
+  variables) as JSON;
 - substitutes real values taken from the server for the variables (a
   Hostname, one of its GPUs, its host target's labels, the firing alert's
   node, a utilisation threshold between the fleet's lowest and highest
@@ -23,7 +28,9 @@ their queries from it); node imports that module and prints every entry
   rule form, the rule alone as well);
 - proves the check can fail: one expression with a misspelt metric must be
   reported, by name.
-Exit 1 naming every expression that failed.
+One fleet and server serve both halves: the browser runs while the
+expressions' history (their widest subquery) builds up.
+Exit 1 naming every check that failed.
 """
 import json
 import os
@@ -35,15 +42,18 @@ import tempfile
 import time
 import urllib.parse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, os.path.join(HERE, "ui"))
 import kelvintest as kt  # noqa: E402
+import browser  # noqa: E402
 
 NODES, GPUS = 4, 8
 ALERT = "GPUXidError"
 QUERIES = os.path.join(kt.SOURCE, "web", "src", "queries.js")
 
 f = kt.Failures()
-tmp = tempfile.mkdtemp(prefix="kelvin-ui-promql-")
+tmp = tempfile.mkdtemp(prefix="kelvin-ui-")
 
 
 class Training:
@@ -171,23 +181,17 @@ def check_entry(base, e, vars_):
 
 
 try:
+    browser.need_tools()
     qs = entries()
     f.check(len(qs) >= 60, f"only {len(qs)} expressions read from {QUERIES}")
     train = Training()
     sport = kt.free_port()
     _, _, sd = kt.start_fleet(tmp, NODES, GPUS, "xid-storm", 3)
     rules = os.path.join(kt.SOURCE, "rules", "gpu.rules.yml")
-    # a per-GPU alert that fires at once, so ALERTS has a series however
-    # long the scenario's own alert takes
-    own = os.path.join(tmp, "ui.rules.yml")
-    with open(own, "w") as fh:
-        fh.write("groups:\n  - name: ui-test\n    interval: 2s\n    rules:\n"
-                 "      - alert: UITestGPUSeen\n        expr: DCGM_FI_DEV_GPU_TEMP{gpu=\"1\"} > 0\n"
-                 "        labels: {severity: info}\n")
     conf = os.path.join(tmp, "kelvin.yml")
     with open(conf, "w") as fh:
         fh.write("global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\n  evaluation_interval: 2s\n"
-                 f"rule_files: ['{rules}', '{own}']\n"
+                 f"rule_files: ['{rules}']\n"
                  "scrape_configs:\n"
                  "  - job_name: gpu\n"
                  f"    file_sd_configs: [{{files: ['{sd}'], refresh_interval: 1s}}]\n"
@@ -201,7 +205,9 @@ try:
     kt.wait_http(base + "/-/ready", proc=srv)
     t_server = time.time()
 
-    # ---- wait: the alert firing, every recording rule the UI names answering
+    browser.check_serving(f, base)
+
+    # ---- wait: the alert firing on a node, every recording rule the UI names answering
     rule_names = sorted({n for e in qs if e["rule"] for n in re.findall(r"\b[a-z_]+:[A-Za-z0-9_]+:[a-z0-9_]+\b", e["rule"])})
     f.check(len(rule_names) >= 5, f"recording rules named by queries.js: {rule_names}")
     deadline = time.time() + 300
@@ -210,20 +216,23 @@ try:
     while time.time() < deadline:
         st, _, ab = kt.http(base + "/api/v1/alerts")
         d = json.loads(ab)["data"] if st == 200 else None
-        # the scenario's alert, or any alert of a node firing (ALERTS needs a series)
-        firing = [a for a in (d or {}).get("alerts", []) if a["state"] == "firing" and a["labels"].get("Hostname")]
-        alert = next((a for a in firing if a["labels"].get("alertname") == ALERT), None) or \
-            next((a for a in firing if a["labels"].get("alertname") == "UITestGPUSeen"), None)
+        alert = next((a for a in (d or {}).get("alerts", []) if a["state"] == "firing"
+                      and a["labels"].get("alertname") == ALERT and a["labels"].get("Hostname")), None)
         missing = [r for r in rule_names if not has_data(api(base, "query", query=r)[0])]
         if alert and not missing:
             break
         time.sleep(1)
     if not alert:
-        raise AssertionError(f"no alert of a node fired within 300 s (recording rules without data: {missing})")
+        raise AssertionError(f"{ALERT} did not fire on a node within 300 s (recording rules without data: {missing})")
     if missing:
         raise AssertionError(f"recording rules without data after 300 s: {missing}")
-    # more than the widest rate window ($rate = 60s) of samples, and three
-    # points of the projections' [30m:1m] subqueries
+
+    # ---- every page in the browser
+    time.sleep(5)  # a few more samples so charts have lines
+    browser.run_pages(f, base, NODES * GPUS, ALERT)
+
+    # ---- the expressions: more than the widest rate window ($rate = 60s)
+    # of samples, and three points of the projections' [30m:1m] subqueries
     time.sleep(max(0.0, t_server + 190 - time.time()))
 
     # ---- real values for the variables
@@ -275,10 +284,10 @@ try:
     bad = dict(bad, expr="max(DCGM_FI_DEV_GPU_UTIL{$f}", name="unbalanced")
     probs = check_entry(base, bad, dict(base_vars, f=""))
     f.check(any(p.startswith("unbalanced") and "bad_data" in p for p in probs), f"a syntax error was not reported: {probs}")
-    print(f"ui_promql: {len(qs)} expressions of web/src/queries.js, {checked} variable sets, checked on kelvin")
+    print(f"ui: {len(qs)} expressions of web/src/queries.js, {checked} variable sets, checked on kelvin")
 finally:
     if train:
         train.close()
     kt.stop_all()
     shutil.rmtree(tmp, ignore_errors=True)
-    f.finish("ui_promql")
+    f.finish("ui")
