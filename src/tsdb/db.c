@@ -783,18 +783,38 @@ void tsdb_db_kick(tsdb_db *db) {
     pthread_mutex_unlock(&db->th_mu);
 }
 
+/* CLOCK_REALTIME plus ms, for pthread_cond_timedwait. */
+static struct timespec deadline_in(int64_t ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    int64_t ns = dl.tv_nsec + (ms % 1000) * 1000000;
+    dl.tv_sec += ms / 1000 + ns / 1000000000;
+    dl.tv_nsec = ns % 1000000000;
+    return dl;
+}
+
+/* A round every `every` ms, on a kick, and within DB_CKPT_POLL_MS of the
+ * WAL growing past the checkpoint threshold (so the threshold, not the
+ * round's period, bounds what a restart replays). */
+#define DB_CKPT_POLL_MS 5000
+
 static void *maint_thread(void *arg) {
     tsdb_db *db = arg;
     int64_t every = db->o.maintain_interval_ms ? db->o.maintain_interval_ms : 60000;
     pthread_mutex_lock(&db->th_mu);
     while (!db->th_stop) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        int64_t ns = dl.tv_nsec + (every % 1000) * 1000000;
-        dl.tv_sec += every / 1000 + ns / 1000000000;
-        dl.tv_nsec = ns % 1000000000;
-        while (!db->th_stop && !db->th_kick)
-            if (pthread_cond_timedwait(&db->th_cv, &db->th_mu, &dl) == ETIMEDOUT) break;
+        struct timespec dl = deadline_in(every);
+        for (int64_t waited = 0; !db->th_stop && !db->th_kick && waited < every;) {
+            int64_t slice = every - waited < DB_CKPT_POLL_MS ? every - waited : DB_CKPT_POLL_MS;
+            struct timespec sl = deadline_in(slice);
+            if (sl.tv_sec > dl.tv_sec || (sl.tv_sec == dl.tv_sec && sl.tv_nsec > dl.tv_nsec)) sl = dl;
+            if (pthread_cond_timedwait(&db->th_cv, &db->th_mu, &sl) != ETIMEDOUT) continue;
+            waited += slice;
+            pthread_mutex_unlock(&db->th_mu);
+            int due = tsdb_head_checkpoint_due(db->head);
+            pthread_mutex_lock(&db->th_mu);
+            if (due) break;
+        }
         if (db->th_stop) break;
         db->th_kick = 0;
         pthread_mutex_unlock(&db->th_mu);

@@ -46,7 +46,8 @@
  * a restart replays sample by sample.
  *
  * MAINTENANCE (cutting, checkpoints, compaction, retention) runs on one
- * background thread: every maintain_interval_ms (default 1 min) and when
+ * background thread: every maintain_interval_ms (default 1 min), within
+ * 5 s of the WAL growing past the checkpoint threshold, and when
  * tsdb_db_kick asks. tsdb_db_maintain runs one round synchronously (tests,
  * tools). Failures are counted and the last message kept (tsdb_db_stats);
  * the database keeps serving.

@@ -6,9 +6,9 @@ scrapes `kelvin sim fleet` (--nodes, default 1: ~1,000 series) every second
 with external label edge="e1" and remote-writes to the real VictoriaMetrics
 1.79 (no dedup). kelvin runs with small WAL segments and frequent checkpoints
 (--segment-size, --checkpoint-size: both 64KB, kelvin's minimum, by default:
-~4.5 bytes a sample, so a segment every ~15 s; a checkpoint is due at each
-maintenance round, once a minute), so several segments roll and several
-checkpoints run while the receiver is away; the
+~4.5 bytes a sample, so a segment every ~15 s and a checkpoint within 5 s
+of each 64 KB of WAL), so several segments roll and several checkpoints
+run while the receiver is away; the
 test watches the WAL directory and requires that (kelvin; for Prometheus,
 whose segments are at least 10 MB and whose checkpoints come with head
 compaction, --storage.tsdb.min-block-duration=--prom-block (2m) is passed
@@ -18,7 +18,7 @@ First a probe shows VictoriaMetrics keeps duplicates: the same sample pushed
 twice comes back twice from /api/v1/export (else the duplicate check below
 would prove nothing).
 
-Phase 1 (--outage seconds, default 180): 15 s of normal sending, then VM is
+Phase 1 (--outage seconds, default 60): 15 s of normal sending, then VM is
 stopped (SIGTERM) while the sender keeps scraping, then started again on the
 same data dir and port. Once the queue has drained, every (series,
 timestamp) the sender stored in (T0, T1] (T0 shortly after its start, T1 10 s
@@ -27,7 +27,7 @@ export exactly once with the same value (VM keeps ~12 significant digits),
 with edge="e1" added, and nothing else. samples_failed_total stays 0 and
 samples_retried_total grows.
 
-Phase 2 (--kill-outage seconds, default 60): VM is stopped again; 20 s into
+Phase 2 (--kill-outage seconds, default 40): VM is stopped again; 20 s into
 the outage the sender is killed with SIGKILL and restarted on the same data
 dir 3 s later; it keeps scraping for the rest of the outage; VM comes back.
 Again every sample the restarted sender holds in (T2, T3] must reach VM
@@ -52,8 +52,8 @@ import rw_stack as st  # noqa: E402
 
 ARGV = sys.argv[1:]
 KIND = st.sender_kind(ARGV)
-OUTAGE = st.arg_value(ARGV, "outage", 180)
-KILL_OUTAGE = st.arg_value(ARGV, "kill-outage", 60)
+OUTAGE = st.arg_value(ARGV, "outage", 60)
+KILL_OUTAGE = st.arg_value(ARGV, "kill-outage", 40)
 NODES = st.arg_value(ARGV, "nodes", 1)
 SEGMENT = st.arg_value(ARGV, "segment-size", "64KB")
 CHECKPOINT = st.arg_value(ARGV, "checkpoint-size", "64KB")

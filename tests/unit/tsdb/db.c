@@ -535,6 +535,47 @@ static void test_background(void **st) {
     free(dir);
 }
 
+/* With rounds an hour apart, the background thread still checkpoints within
+ * seconds of the WAL growing past the checkpoint threshold. */
+static void test_checkpoint_due_wakes(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("db");
+    tsdb_db_opts o;
+    tsdb_db_opts_default(&o);
+    o.path = dir;
+    o.min_block_ms = BLOCK;
+    o.maintain_interval_ms = HOUR;
+    o.checkpoint_bytes = 64 * 1024;
+    tsdb_db *db;
+    char err[512];
+    assert_int_equal(tsdb_db_open(&o, &db, NULL, err, sizeof err), 0);
+    tsdb_head_app *a;
+    assert_int_equal(tsdb_head_app_new(tsdb_db_head(db), &a), 0);
+    labels_set *ls[NSER];
+    for (int i = 0; i < NSER; i++) ls[i] = series(i);
+    /* 30 minutes (no head cut) of one sample a second: well over 64 KB */
+    for (int64_t t = 0; t < HOUR / 2; t += 1000) {
+        for (int i = 0; i < NSER; i++) assert_int_equal(tsdb_head_app_add(a, ls[i], t, (double)t * i), 0);
+        tsdb_append_result r;
+        assert_int_equal(tsdb_head_app_commit(a, &r), 0);
+    }
+    for (int i = 0; i < NSER; i++) labels_unref(ls[i]);
+    tsdb_head_app_free(a);
+    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) >= o.checkpoint_bytes);
+    tsdb_head_stats hs;
+    for (int i = 0; i < 150; i++) {
+        tsdb_head_stats_get(tsdb_db_head(db), &hs);
+        if (hs.checkpoints) break;
+        usleep(100000);
+    }
+    assert_true(hs.checkpoints >= 1);
+    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) < o.checkpoint_bytes);
+    assert_int_equal(nblocks(db), 0);
+    assert_int_equal(tsdb_db_close(db), 0);
+    kelvin_rm_rf(dir);
+    free(dir);
+}
+
 /* A caller may drop its label set right after adding it: a set allocated
  * next at the same address is still a different series. */
 static void test_app_set_freed_after_add(void **st) {
@@ -571,6 +612,7 @@ int main(void) {
         cmocka_unit_test(test_flags),
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_background),
+        cmocka_unit_test(test_checkpoint_due_wakes),
         cmocka_unit_test(test_app_set_freed_after_add),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
