@@ -1,6 +1,6 @@
 // web/src/queries.js -- every PromQL expression the UI's views run, in one
 // place, as templates with $variables (or ${variable} before a word
-// character), so the views and tests/integration/ui_promql.py (which runs
+// character), so the views and tests/integration/ui.py (which runs
 // each one against kelvin on a simulated fleet, through node) read the
 // same text.
 //
@@ -51,7 +51,7 @@ export const Q = {
       nodes: { expr: "count(count by (Hostname) (DCGM_FI_DEV_GPU_TEMP{$f}))", vars: v("f") },
       gpus: { rule: "sum(job:DCGM_FI_DEV_GPU_TEMP:count{$f})", expr: "count(DCGM_FI_DEV_GPU_TEMP{$f})", vars: v("f") },
       lost: { expr: "sum(kelvin_gpu_lost{$f})", vars: v("f") },
-      util: { rule: "avg(job:DCGM_FI_DEV_GPU_UTIL:avg{$f})", expr: "avg(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
+      util: { rule: "sum(job:DCGM_FI_DEV_GPU_UTIL:avg{$f} * job:DCGM_FI_DEV_GPU_TEMP:count{$f}) / sum(job:DCGM_FI_DEV_GPU_TEMP:count{$f})", expr: "avg(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
       power: { rule: "sum(job:DCGM_FI_DEV_POWER_USAGE:sum{$f})", expr: "sum(DCGM_FI_DEV_POWER_USAGE{$f})", vars: v("f") },
       temp: { rule: "max(job:DCGM_FI_DEV_GPU_TEMP:max{$f})", expr: "max(DCGM_FI_DEV_GPU_TEMP{$f})", vars: v("f") },
       memtemp: { rule: "max(job:DCGM_FI_DEV_MEMORY_TEMP:max{$f})", expr: "max(DCGM_FI_DEV_MEMORY_TEMP{$f})", vars: v("f") },
@@ -59,11 +59,11 @@ export const Q = {
     },
     // the fleet-over-time charts (range queries)
     chart: {
-      utilAvg: { rule: "avg(job:DCGM_FI_DEV_GPU_UTIL:avg{$f})", expr: "avg(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
-      utilMax: { expr: "max(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
-      utilMin: { expr: "min(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
+      utilAvg: { rule: "sum(job:DCGM_FI_DEV_GPU_UTIL:avg{$f} * job:DCGM_FI_DEV_GPU_TEMP:count{$f}) / sum(job:DCGM_FI_DEV_GPU_TEMP:count{$f})", expr: "avg(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
+      utilMax: { rule: "max(job:DCGM_FI_DEV_GPU_UTIL:max{$f})", expr: "max(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
+      utilMin: { rule: "min(job:DCGM_FI_DEV_GPU_UTIL:min{$f})", expr: "min(DCGM_FI_DEV_GPU_UTIL{$f})", vars: v("f") },
       tempMax: { rule: "max(job:DCGM_FI_DEV_GPU_TEMP:max{$f})", expr: "max(DCGM_FI_DEV_GPU_TEMP{$f})", vars: v("f") },
-      tempAvg: { expr: "avg(DCGM_FI_DEV_GPU_TEMP{$f})", vars: v("f") },
+      tempAvg: { rule: "sum(job:DCGM_FI_DEV_GPU_TEMP:sum{$f}) / sum(job:DCGM_FI_DEV_GPU_TEMP:count{$f})", expr: "avg(DCGM_FI_DEV_GPU_TEMP{$f})", vars: v("f") },
       memTempMax: { rule: "max(job:DCGM_FI_DEV_MEMORY_TEMP:max{$f})", expr: "max(DCGM_FI_DEV_MEMORY_TEMP{$f})", vars: v("f") },
       power: { rule: "sum(job:DCGM_FI_DEV_POWER_USAGE:sum{$f})", expr: "sum(DCGM_FI_DEV_POWER_USAGE{$f})", vars: v("f") },
       memRatio: { rule: "100 * avg(job:DCGM_FI_DEV_FB_USED:ratio{$f})", expr: "100 * avg(DCGM_FI_DEV_FB_USED{$f} / (DCGM_FI_DEV_FB_USED{$f} + DCGM_FI_DEV_FB_FREE{$f}))", vars: v("f") },
@@ -116,7 +116,7 @@ export const Q = {
     fbUsed: { expr: "sum(DCGM_FI_DEV_FB_USED)", vars: v() },
     fbTotal: { expr: "sum(DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)", vars: v() },
     fbProjected: { expr: "predict_linear(sum(DCGM_FI_DEV_FB_USED)[30m:1m], $hz)", vars: v("hz") },
-    util: { rule: "avg(job:DCGM_FI_DEV_GPU_UTIL:avg)", expr: "avg(DCGM_FI_DEV_GPU_UTIL)", vars: v() },
+    util: { rule: "sum(job:DCGM_FI_DEV_GPU_UTIL:avg * job:DCGM_FI_DEV_GPU_TEMP:count) / sum(job:DCGM_FI_DEV_GPU_TEMP:count)", expr: "avg(DCGM_FI_DEV_GPU_UTIL)", vars: v() },
     utilProjected: { expr: "predict_linear(avg(DCGM_FI_DEV_GPU_UTIL)[30m:1m], $hz)", vars: v("hz") },
     power: { rule: "sum(job:DCGM_FI_DEV_POWER_USAGE:sum)", expr: "sum(DCGM_FI_DEV_POWER_USAGE)", vars: v() },
     powerLimit: { expr: "sum(kelvin_gpu_power_limit_watts)", vars: v() },
