@@ -58,7 +58,8 @@ Knobs (env): PROMQL_BENCH_NODES (200), PROMQL_BENCH_INTERVAL (30),
 PROMQL_BENCH_HOURS (24), PROMQL_BENCH_PIECE_HOURS (6; 2 or 6), PROMQL_BENCH_RUNS
 (5), PROMQL_BENCH_STEP (15), PROMQL_BENCH_SERVERS (prometheus,vm,kelvin),
 PROMQL_BENCH_QUERIES (a regular expression over the query names),
-PROMQL_BENCH_DIR (parent of the temporary directory; needs ~4 x 2.5 GB per
+PROMQL_BENCH_KEEP (set: keep the stores' data, for profiling one
+afterwards), PROMQL_BENCH_DIR (parent of the temporary directory; needs ~4 x 2.5 GB per
 6 h piece at 200 nodes while loading, then ~0.5 GB), PROMQL_BENCH_DEADLINE
 (5400 s: the whole run). At the defaults (68M samples) loading takes ~5
 minutes on 2 idle cores (promtool is the slowest: ~45 s a 6 h piece) and
@@ -534,7 +535,10 @@ def main():
     finally:
         cleanup()
         signal.signal(signal.SIGTERM, old)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("PROMQL_BENCH_KEEP"):
+            log(f"  the data is kept in {tmp} (PROMQL_BENCH_KEEP)")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     report(res, queries, problems)
     log(f"promql bench: {time.time() - T_START:.0f} s in all (load average now {loadavg()}; "
         f"{os.cpu_count()} CPUs)")

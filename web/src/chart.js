@@ -131,10 +131,16 @@ class Panel {
     const step = stepFor(s0, e0, width);
     const start = Math.floor(s0 / step) * step, end = Math.floor(e0 / step) * step;
     // a query with a fallback (a recording rule's raw expression) runs it
-    // when the first answers no series
+    // when the first answers no series, and over the part of the range
+    // before the rule's first point when the rule is younger than the range
     const qs = spec.queries.map(async (q) => {
       const r = await api.range(typeof q.expr === "function" ? q.expr(step) : q.expr, start, end, step);
-      return q.fallback && r.data && !r.data.result.length ? api.range(q.fallback, start, end, step) : r;
+      if (!q.fallback || !r.data) return r;
+      if (!r.data.result.length) return api.range(q.fallback, start, end, step);
+      const first = Math.min(...r.data.result.map((x) => (x.values.length ? x.values[0][0] : Infinity)));
+      if (!(first > start + step) || !Number.isFinite(first)) return r;
+      const older = await api.range(q.fallback, start, first - step, step);
+      return older.data ? { data: prependOlder(r.data, older.data) } : r;
     });
     const alertQ = spec.alerts !== undefined
       ? api.range(qexpr(Q.alerts.firing, { alerts: `alertstate="firing"${spec.alerts ? "," + spec.alerts : ""}` }), start, end, step) : null;
@@ -326,7 +332,21 @@ function unitName(u) {
   return { "%": "(%)", C: "(°C)", W: "(W)", MiB: "(bytes)", bytes: "(bytes)", Bps: "(bytes/s)", MHz: "(Hz)", s: "(s)" }[u] || "";
 }
 
-export function labelOf(m) {
+export // The rule's series with the raw expression's older points in front,
+// matched by labels without __name__ (a rule keeps its name, an
+// aggregation of the raw series has none); raw series the rule lacks are
+// left out.
+function prependOlder(rule, older) {
+  const key = (m) => JSON.stringify(Object.entries(m).filter(([k]) => k !== "__name__").sort());
+  const byKey = new Map(older.result.map((x) => [key(x.metric), x.values]));
+  return { ...rule, result: rule.result.map((x) => {
+    const head = byKey.get(key(x.metric));
+    const t0 = x.values.length ? x.values[0][0] : Infinity;
+    return head ? { ...x, values: [...head.filter(([t]) => t < t0), ...x.values] } : x;
+  }) };
+}
+
+function labelOf(m) {
   const parts = Object.entries(m).filter(([k]) => k !== "__name__");
   if (!parts.length) return m.__name__ || "value";
   return (m.__name__ || "") + "{" + parts.map(([k, v]) => `${k}="${v}"`).join(",") + "}";

@@ -159,8 +159,9 @@ export function ruleNames(entry) {
 // What a panel sends for an entry: {expr, fallback}. With useRule and
 // every rule the entry reads among the server's (recorded, a Set), the
 // rule alone, and the raw expression as the fallback the panel runs when
-// the rule has no data (rules evaluate from their start: no history
-// before); else the raw expression alone.
+// the rule has no data, or over the part of the range before the rule's
+// first point (rules evaluate from their start: no history before); else
+// the raw expression alone.
 export function pick(entry, vars, useRule, recorded) {
   const raw = expr(entry, vars, false);
   const names = ruleNames(entry);

@@ -5,7 +5,8 @@
  * with resets (one, several, at a window's first or last sample), values
  * that are negative, zero, NaN, +-Inf, huge and tiny; constant runs
  * (linearRegression's constY, also of Inf); irregular and duplicate-free
- * timestamps with gaps longer than the range; windows of 1 and 2 samples;
+ * timestamps with gaps longer than the range; windows of 1 and 2 samples,
+ * and of thousands;
  * offsets (negative too) and ranges that are not whole seconds (rate's
  * divisor then takes Go's nanosecond path). Window sets are built as the
  * evaluator builds them (eval_stream.c: steps from start by step, window
@@ -43,6 +44,8 @@ static int same(double a, double b) {
 
 enum { SHAPE_COUNTER, SHAPE_GAUGE, SHAPE_HOSTILE, SHAPE_CONST, SHAPE_NSHAPES };
 
+static int64_t spacing = 30000; /* the usual gap between samples, ms */
+
 static void make_series(int shape, int64_t *t, double *v, size_t n) {
     int64_t ts = (int64_t)(rnd() % 30000);
     double c = (double)(rnd() % 1000);
@@ -50,8 +53,8 @@ static void make_series(int shape, int64_t *t, double *v, size_t n) {
     for (size_t i = 0; i < n; i++) {
         uint64_t r = rnd();
         /* mostly 30 s, sometimes jittered, sometimes a long gap */
-        int64_t d = 30000;
-        if (r % 7 == 0) d = 1 + (int64_t)(r >> 8) % 60000;
+        int64_t d = spacing;
+        if (r % 7 == 0) d = 1 + (int64_t)(r >> 8) % (2 * spacing);
         if (r % 97 == 0) d = 400000 + (int64_t)(r >> 8) % 900000;
         ts += d;
         t[i] = ts;
@@ -182,6 +185,12 @@ static void run_fn(pq_func_id id) {
             for (size_t si = 0; si < sizeof steps / sizeof steps[0]; si++)
                 check_case(id, shape, 700 + (size_t)(rnd() % 300), steps[si], 600 + (size_t)(rnd() % 13),
                            offs[(ri + si) % 4], ranges[ri], &compared);
+    /* dense series: windows of ~900 to ~3,600 samples */
+    spacing = 1000;
+    for (int shape = 0; shape < SHAPE_NSHAPES; shape++)
+        for (size_t ri = 0; ri < 3; ri++)
+            check_case(id, shape, 5000, 60000, 64, 0, (int64_t[]){900000, 1200000, 3600000}[ri], &compared);
+    spacing = 30000;
     /* tiny series: fewer windows than a group of lanes */
     for (size_t n = 1; n < 12; n++) check_case(id, SHAPE_COUNTER, n, 30000, 1 + n, 0, 300000, &compared);
     assert_true(compared > 10000);
