@@ -513,18 +513,28 @@ static void test_concurrency(void **st) {
     free(dir);
 }
 
-/* The background thread cuts the head without being asked. */
-static void test_background(void **st) {
-    (void)st;
-    char *dir = kelvin_tmpdir("db");
+/* A database whose background thread runs a round every interval_ms
+ * (checkpoint_bytes: 0 for the default threshold). */
+static tsdb_db *bg_open(const char *dir, int64_t interval_ms, uint64_t checkpoint_bytes) {
     tsdb_db_opts o;
     tsdb_db_opts_default(&o);
     o.path = dir;
     o.min_block_ms = BLOCK;
-    o.maintain_interval_ms = 20;
+    o.maintain_interval_ms = interval_ms;
+    o.checkpoint_bytes = checkpoint_bytes;
     tsdb_db *db;
     char err[512];
-    assert_int_equal(tsdb_db_open(&o, &db, NULL, err, sizeof err), 0);
+    int e = tsdb_db_open(&o, &db, NULL, err, sizeof err);
+    if (e) fprintf(stderr, "open: %s\n", err);
+    assert_int_equal(e, 0);
+    return db;
+}
+
+/* The background thread cuts the head without being asked. */
+static void test_background(void **st) {
+    (void)st;
+    char *dir = kelvin_tmpdir("db");
+    tsdb_db *db = bg_open(dir, 20, 0);
     fill(db, 0, 3 * HOUR);
     tsdb_db_kick(db);
     for (int i = 0; i < 500 && nblocks(db) == 0; i++) usleep(10000);
@@ -540,15 +550,8 @@ static void test_background(void **st) {
 static void test_checkpoint_due_wakes(void **st) {
     (void)st;
     char *dir = kelvin_tmpdir("db");
-    tsdb_db_opts o;
-    tsdb_db_opts_default(&o);
-    o.path = dir;
-    o.min_block_ms = BLOCK;
-    o.maintain_interval_ms = HOUR;
-    o.checkpoint_bytes = 64 * 1024;
-    tsdb_db *db;
-    char err[512];
-    assert_int_equal(tsdb_db_open(&o, &db, NULL, err, sizeof err), 0);
+    const uint64_t threshold = 64 * 1024;
+    tsdb_db *db = bg_open(dir, HOUR, threshold);
     tsdb_head_app *a;
     assert_int_equal(tsdb_head_app_new(tsdb_db_head(db), &a), 0);
     labels_set *ls[NSER];
@@ -561,7 +564,7 @@ static void test_checkpoint_due_wakes(void **st) {
     }
     for (int i = 0; i < NSER; i++) labels_unref(ls[i]);
     tsdb_head_app_free(a);
-    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) >= o.checkpoint_bytes);
+    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) >= threshold);
     tsdb_head_stats hs;
     for (int i = 0; i < 150; i++) {
         tsdb_head_stats_get(tsdb_db_head(db), &hs);
@@ -569,7 +572,7 @@ static void test_checkpoint_due_wakes(void **st) {
         usleep(100000);
     }
     assert_true(hs.checkpoints >= 1);
-    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) < o.checkpoint_bytes);
+    assert_true(tsdb_head_wal_bytes_since_checkpoint(tsdb_db_head(db)) < threshold);
     assert_int_equal(nblocks(db), 0);
     assert_int_equal(tsdb_db_close(db), 0);
     kelvin_rm_rf(dir);
