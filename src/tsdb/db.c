@@ -804,12 +804,11 @@ static void *maint_thread(void *arg) {
     pthread_mutex_lock(&db->th_mu);
     while (!db->th_stop) {
         struct timespec dl = deadline_in(every);
-        for (int64_t waited = 0; !db->th_stop && !db->th_kick && waited < every;) {
-            int64_t slice = every - waited < DB_CKPT_POLL_MS ? every - waited : DB_CKPT_POLL_MS;
-            struct timespec sl = deadline_in(slice);
-            if (sl.tv_sec > dl.tv_sec || (sl.tv_sec == dl.tv_sec && sl.tv_nsec > dl.tv_nsec)) sl = dl;
-            if (pthread_cond_timedwait(&db->th_cv, &db->th_mu, &sl) != ETIMEDOUT) continue;
-            waited += slice;
+        while (!db->th_stop && !db->th_kick) {
+            struct timespec sl = deadline_in(DB_CKPT_POLL_MS);
+            int last = sl.tv_sec > dl.tv_sec || (sl.tv_sec == dl.tv_sec && sl.tv_nsec >= dl.tv_nsec);
+            if (pthread_cond_timedwait(&db->th_cv, &db->th_mu, last ? &dl : &sl) != ETIMEDOUT) continue;
+            if (last) break; /* the round is due */
             pthread_mutex_unlock(&db->th_mu);
             int due = tsdb_head_checkpoint_due(db->head);
             pthread_mutex_lock(&db->th_mu);

@@ -49,7 +49,6 @@ sender (proves the checks are 2.42's behaviour). Other options: --seconds=N,
 """
 import math
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -223,7 +222,7 @@ def main():
             have_pr = st.count_samples(pr.stored(t0, t1)) >= n_want
             return (have_py and have_vm and have_pr) or None
         try:
-            st.wait_until("the three queues to deliver the window", drained, 90, 1.0)
+            kt.wait_until("the three queues to deliver the window", drained, 90, 1.0)
         except AssertionError as e:
             fail.check(False, str(e))
 
@@ -292,12 +291,7 @@ def main():
     finally:
         fx.stop()
         py.stop()
-        kt.stop_all()
-        if not fail.items:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-        fail.finish("remote_write_out" + (" (prometheus as the sender)" if KIND == "prometheus" else ""))
+        st.finish(fail, work, "remote_write_out", KIND)
 
 
 def urlq(s):

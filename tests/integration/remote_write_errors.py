@@ -48,7 +48,6 @@ sender. Every loop is bounded; every process stopped, also on failure.
 """
 import base64
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -172,7 +171,7 @@ def main():
         def all_in():
             return all(delivered_keys(recv[n]) | dropped_keys(recv[n]) >= want for n in QUEUES) or None
         try:
-            st.wait_until("every queue to deliver or drop the window", all_in, 60, 1.0)
+            kt.wait_until("every queue to deliver or drop the window", all_in, 60, 1.0)
         except AssertionError as e:
             fail.check(False, str(e))
         time.sleep(2)  # the last answers' counters
@@ -284,12 +283,7 @@ def main():
         fx.stop()
         for r in recv.values():
             r.stop()
-        kt.stop_all()
-        if not fail.items:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-        fail.finish("remote_write_errors" + (" (prometheus as the sender)" if KIND == "prometheus" else ""))
+        st.finish(fail, work, "remote_write_errors", KIND)
 
 
 if __name__ == "__main__":

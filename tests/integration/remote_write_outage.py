@@ -39,7 +39,6 @@ comparison, not a test bug. Takes about --outage + --kill-outage + 2 min.
 Every loop is bounded; every process is stopped, also on failure.
 """
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -124,7 +123,7 @@ def wait_drained(sender, vm, t1, deadline):
         pend = rw.metric_sum(ms, "prometheus_remote_storage_samples_pending", remote_name="vm")
         return (hi is not None and hi * 1000 >= t1 and not pend) or None
     t = time.time()
-    st.wait_until("the queue to send past T1", sent_past, deadline, 2.0)
+    kt.wait_until("the queue to send past T1", sent_past, deadline, 2.0)
     return time.time() - t
 
 
@@ -139,7 +138,7 @@ def compare_window(sender, vm, t0, t1, what, ref_ms, events):
         got = vm.export(t0, t1)
         return got if st.count_samples(got) >= n else None
     try:
-        got = st.wait_until(f"VM to hold {n} samples ({what})", enough, 60, 3.0)
+        got = kt.wait_until(f"VM to hold {n} samples ({what})", enough, 60, 3.0)
     except AssertionError as e:
         fail.check(False, str(e))
         got = vm.export(t0, t1)
@@ -240,12 +239,7 @@ def main():
         rc = sender.stop()
         fail.check(rc == 0, f"the sender exited with {rc}; log:\n{st.tail(sender.log)}")
     finally:
-        kt.stop_all()
-        if not fail.items:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print("work dir kept:", work)
-        fail.finish("remote_write_outage" + (" (prometheus as the sender)" if KIND == "prometheus" else ""))
+        st.finish(fail, work, "remote_write_outage", KIND)
 
 
 if __name__ == "__main__":

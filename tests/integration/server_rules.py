@@ -136,14 +136,7 @@ class Server:
 
 
 def wait(what, fn, deadline=20.0):
-    end = time.time() + deadline
-    last = None
-    while time.time() < end:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {deadline}s waiting for {what} (last: {last!r})")
+    return kt.wait_until(what, fn, deadline, step=0.2)
 
 
 def parse_ts(s):

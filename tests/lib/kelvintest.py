@@ -92,6 +92,18 @@ def start_fleet(tmp, nodes, gpus, scenario, seed, name="fleet", interval="1s"):
     return p, url, sd
 
 
+def wait_until(what, fn, deadline=20.0, step=0.5):
+    """Calls fn until it returns a true value; returns it, or raises after deadline s."""
+    end = time.time() + deadline
+    last = None
+    while time.time() < end:
+        last = fn()
+        if last:
+            return last
+        time.sleep(step)
+    raise AssertionError(f"timed out after {deadline:g}s waiting for {what} (last: {last!r})")
+
+
 def wait_http(url, deadline=30, proc=None):
     end = time.time() + deadline
     last = None

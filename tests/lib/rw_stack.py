@@ -25,7 +25,6 @@ import os
 import shutil
 import signal
 import sys
-import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -346,16 +345,15 @@ def count_samples(d):
     return sum(len(s) for s in d.values())
 
 
-def wait_until(what, fn, deadline, step=0.5):
-    """Calls fn until it returns a true value; returns it, or raises after deadline s."""
-    end = time.time() + deadline
-    last = None
-    while time.time() < end:
-        last = fn()
-        if last:
-            return last
-        time.sleep(step)
-    raise AssertionError(f"timed out after {deadline:g}s waiting for {what} (last: {last!r})")
+def finish(fail, work, name, kind):
+    """Stops every process, removes the work dir (kept, and named, on a
+    failure) and reports the test's checks, naming Prometheus as the sender."""
+    kt.stop_all()
+    if not fail.items:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print("work dir kept:", work)
+    fail.finish(name + (" (prometheus as the sender)" if kind == "prometheus" else ""))
 
 
 def rmtree(path):
@@ -373,5 +371,5 @@ def start_fleet(work, nodes, interval="1s"):
     sd = os.path.join(work, "fleet.json")
     p = kt.start(fleet_cmd(port, nodes, sd, interval), log=os.path.join(work, "fleet.log"))
     kt.wait_http(f"http://127.0.0.1:{port}/-/healthy", deadline=30, proc=p)
-    wait_until("the fleet's sd file", lambda: os.path.exists(sd), 10, 0.1)
+    kt.wait_until("the fleet's sd file", lambda: os.path.exists(sd), 10, 0.1)
     return p, sd
