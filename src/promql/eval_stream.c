@@ -77,6 +77,12 @@ typedef struct part {
     double *spare;                   /* arrays to reuse after a series without points */
     uint32_t *wlo, *whi, *wk, *wscr; /* pq_fn_range_windows' windows (r.n) and scratch (wscr_cap) */
     size_t wscr_cap;
+    /* the last windows' timestamps: a series with the same ones (another
+     * of the same target) reuses the windows and tc */
+    int64_t *lt;
+    size_t ln, lcap, lnw, lmaxwin;
+    uint64_t ltotal;
+    pq_wtimes tc;
     unsigned k;
     pthread_t th;
     int started;
@@ -218,19 +224,43 @@ static int work_windows(const pq_stream *s, part *p, const int64_t *t, const dou
     size_t lo = 0, hi = 0, nw = 0, maxwin = 0;
     uint64_t total = 0;
     int64_t ts = r->start;
-    for (size_t k = 0; k < r->n; k++, ts += r->step) {
-        int64_t maxt = ts - s->off, mint = maxt - s->range;
-        while (hi < n && t[hi] <= maxt) hi++;
-        while (lo < hi && t[lo] < mint) lo++;
-        size_t wc = hi - lo;
-        if (wc == 0) continue;
-        total += wc;
-        if (wc > maxwin) maxwin = wc;
-        p->wlo[nw] = (uint32_t)lo;
-        p->whi[nw] = (uint32_t)hi;
-        p->wk[nw] = (uint32_t)k;
-        nw++;
+    int same = p->lt && n == p->ln && memcmp(t, p->lt, n * sizeof *t) == 0;
+    if (same) {
+        nw = p->lnw;
+        maxwin = p->lmaxwin;
+        total = p->ltotal;
+    } else {
+        for (size_t k = 0; k < r->n; k++, ts += r->step) {
+            int64_t maxt = ts - s->off, mint = maxt - s->range;
+            while (hi < n && t[hi] <= maxt) hi++;
+            while (lo < hi && t[lo] < mint) lo++;
+            size_t wc = hi - lo;
+            if (wc == 0) continue;
+            total += wc;
+            if (wc > maxwin) maxwin = wc;
+            p->wlo[nw] = (uint32_t)lo;
+            p->whi[nw] = (uint32_t)hi;
+            p->wk[nw] = (uint32_t)k;
+            nw++;
+        }
+        /* kept for the next series; without room, nothing is kept */
+        p->ln = SIZE_MAX;
+        if (p->lcap < n) {
+            int64_t *nl = realloc(p->lt, (n ? n : 1) * sizeof *nl);
+            if (nl) {
+                p->lt = nl;
+                p->lcap = n;
+            }
+        }
+        if (p->lt && p->lcap >= n) {
+            memcpy(p->lt, t, n * sizeof *t);
+            p->ln = n;
+            p->lnw = nw;
+            p->lmaxwin = maxwin;
+            p->ltotal = total;
+        }
     }
+    p->tc.same = same;
     it->total = total;
     it->maxwin = maxwin;
     double *ov = it->v;
@@ -257,7 +287,8 @@ static int work_windows(const pq_stream *s, part *p, const int64_t *t, const dou
                         .off = s->off,
                         .range = s->range,
                         .arg = s->nm ? s->margs[0] : NULL,
-                        .scratch = p->wscr};
+                        .scratch = p->wscr,
+                        .tc = &p->tc};
         it->cnt = pq_fn_range_windows(s->id, &w, ov, obm);
         return 0;
     }
@@ -442,6 +473,10 @@ static void part_free(pq_stream *s, part *p) {
     free(p->wscr);
     p->wlo = p->whi = p->wk = p->wscr = NULL;
     p->wscr_cap = 0;
+    free(p->lt);
+    p->lt = NULL;
+    p->ln = p->lcap = 0;
+    pq_wtimes_free(&p->tc);
 }
 
 /* Starts T workers, each with its own select. 0, or < 0 with nothing

@@ -76,7 +76,27 @@ int pq_fn_range(pq_func_id id, const int64_t *t, const double *v, size_t n, int6
  * may be NULL for the others. scratch holds n + 1 entries. Writes
  * out[k[j]] and sets bit k[j] of bm for every window with a value;
  * returns how many. The answers are pq_fn_range's to the bit, whichever
- * path runs. */
+ * path runs.
+ *
+ * tc (may be NULL) keeps what rate, increase and delta compute from the
+ * timestamps alone (each window's sampled interval, distance to its
+ * start, extrapolation factor) for the next call: series of one target
+ * share their scrapes' timestamps, so consecutive series of a range
+ * query usually have the same t and windows. The caller sets tc->same
+ * when t[0..n), the windows and start/step/off/range equal the previous
+ * call's with this tc; zero-initialised, freed by pq_wtimes_free. */
+typedef struct pq_wtimes {
+    int same; /* the caller's, per call */
+    int id;   /* the function the figures are for; 0: none */
+    size_t nw, cap;
+    double *sampled, *to_start, *factor;
+} pq_wtimes;
+
+void pq_wtimes_free(pq_wtimes *tc);
+
+/* Groups of windows answered from a pq_wtimes (tests read it). */
+extern size_t pq__fn_windows_cached;
+
 typedef struct pq_windows {
     const int64_t *t;
     const double *v;
@@ -86,6 +106,7 @@ typedef struct pq_windows {
     int64_t start, step, off, range;
     const double *arg;
     uint32_t *scratch;
+    pq_wtimes *tc;
 } pq_windows;
 
 int pq_fn_range_windowed(pq_func_id id);

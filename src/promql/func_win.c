@@ -24,12 +24,21 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "promql/func.h"
 #include "promql/func_int.h"
 
 int pq__fn_windows_vector = 1;
+size_t pq__fn_windows_cached;
+
+void pq_wtimes_free(pq_wtimes *tc) {
+    free(tc->sampled);
+    tc->sampled = tc->to_start = tc->factor = NULL;
+    tc->cap = tc->nw = 0;
+    tc->id = 0;
+}
 
 int pq_fn_range_windowed(pq_func_id id) {
     return id == PQ_F_RATE || id == PQ_F_INCREASE || id == PQ_F_DELTA || id == PQ_F_DERIV ||
@@ -64,9 +73,18 @@ static size_t plain(pq_func_id id, const pq_windows *w, size_t from, double *out
 
 #define VEC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
 
-/* Scatters the active lanes of a group of eight starting at window j. */
+/* Scatters the active lanes of a group of eight starting at window j: one
+ * store and one bitmap update when the eight are consecutive steps. */
 VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d val, double *out,
                               uint64_t *bm) {
+    uint32_t k0 = w->k[j];
+    if (m == 0xff && w->k[j + 7] - k0 == 7) {
+        _mm512_storeu_pd(out + k0, val);
+        unsigned sh = k0 & 63;
+        bm[k0 >> 6] |= (uint64_t)0xff << sh;
+        if (sh > 56) bm[(k0 >> 6) + 1] |= (uint64_t)0xff >> (64 - sh);
+        return 8;
+    }
     double tmp[8];
     _mm512_storeu_pd(tmp, val);
     size_t got = 0;
@@ -85,23 +103,57 @@ VEC_TARGET static __m512i times8(const pq_windows *w, size_t j, int64_t delta) {
                             _mm512_mullo_epi64(k, _mm512_set1_epi64(w->step)));
 }
 
+/* extrapolatedRate's factor from the window's durations (seconds):
+ * (sampled + start part + end part) / sampled, then / per_sec for rate. */
+VEC_TARGET static __m512d rate_factor8(__m512d sampled, __m512d avg, __m512d to_start, __m512d to_end,
+                                       int is_rate, double per_sec) {
+    __m512d threshold = _mm512_mul_pd(avg, _mm512_set1_pd(1.1));
+    __m512d half = _mm512_mul_pd(avg, _mm512_set1_pd(0.5)); /* avg / 2 to the bit, without a division */
+    __m512d ext = _mm512_add_pd(
+        sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ), half, to_start));
+    ext = _mm512_add_pd(
+        ext, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_end, threshold, _CMP_LT_OQ), half, to_end));
+    __m512d factor = _mm512_div_pd(ext, sampled);
+    return is_rate ? _mm512_div_pd(factor, _mm512_set1_pd(per_sec)) : factor;
+}
+
+static int wtimes_reserve(pq_wtimes *tc, size_t nw) {
+    if (tc->cap >= nw) return 0;
+    pq_wtimes_free(tc);
+    tc->sampled = malloc(3 * nw * sizeof(double));
+    if (!tc->sampled) return -1;
+    tc->to_start = tc->sampled + nw;
+    tc->factor = tc->to_start + nw;
+    tc->cap = nw;
+    return 0;
+}
+
+/* extrapolatedRate over the windows, eight at a time. The arithmetic
+ * that depends on timestamps alone comes from w->tc when it holds this
+ * function's figures for the same timestamps; what depends on values --
+ * the raw difference, counter resets, and a counter's distance to zero
+ * (which replaces the distance to the start when shorter: then the
+ * group is computed whole) -- is computed per series. */
 VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
     int is_counter = id != PQ_F_DELTA, is_rate = id == PQ_F_RATE;
     /* resets before sample i (counters): scratch[i] */
+    uint32_t nresets = 0;
     if (is_counter) {
-        uint32_t r = 0;
         w->scratch[0] = 0;
         for (size_t i = 1; i < w->n; i++) {
-            r += w->v[i] < w->v[i - 1];
-            w->scratch[i] = r;
+            nresets += w->v[i] < w->v[i - 1];
+            w->scratch[i] = nresets;
         }
     }
+    pq_wtimes *tc = w->tc;
+    int use = tc && tc->same && tc->id == (int)id && tc->nw == w->nw;
+    int fill = tc && !use && wtimes_reserve(tc, w->nw) == 0;
+    if (tc && !use) tc->id = 0;
     /* the per-second divisor is the same for every window */
     double per_sec = pq__duration_seconds(w->range);
-    const __m512d thousand = _mm512_set1_pd(1000), point5 = _mm512_set1_pd(0.5), zero = _mm512_setzero_pd();
-    const __m512d one_1 = _mm512_set1_pd(1.1), vper = _mm512_set1_pd(per_sec);
+    const __m512d thousand = _mm512_set1_pd(1000), zero = _mm512_setzero_pd();
     const __m512i range = _mm512_set1_epi64(w->range), one_i = _mm512_set1_epi64(1);
-    size_t got = 0, j = 0;
+    size_t got = 0, j = 0, cached = 0;
     for (; j + 8 <= w->nw; j += 8) {
         __m256i lo32 = _mm256_loadu_si256((const __m256i *)(w->lo + j));
         __m256i hi32 = _mm256_loadu_si256((const __m256i *)(w->hi + j));
@@ -111,10 +163,8 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
         if (!m) continue;
         __m512d v0 = _mm512_mask_i64gather_pd(zero, m, lo, w->v, 8);
         __m512d v1 = _mm512_mask_i64gather_pd(zero, m, last, w->v, 8);
-        __m512i t0 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8);
-        __m512i t1 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, last, w->t, 8);
         __m512d result = _mm512_sub_pd(v1, v0);
-        if (is_counter) {
+        if (nresets) {
             __m256i r0 =
                 _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), m, lo, (const int *)w->scratch, 4);
             __m256i r1 =
@@ -131,30 +181,52 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
                 result = _mm512_loadu_pd(tmp);
             }
         }
+        /* a counter's distance to zero, where it applies: sampled * (v0 / result) */
+        __mmask8 c = 0;
+        if (is_counter)
+            c = _mm512_cmp_pd_mask(result, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v0, zero, _CMP_GE_OQ) & m;
+        if (use) {
+            __m512d sampled = _mm512_loadu_pd(tc->sampled + j);
+            if (c) {
+                __m512d to_zero = _mm512_mul_pd(sampled, _mm512_div_pd(v0, result));
+                c &= _mm512_cmp_pd_mask(to_zero, _mm512_loadu_pd(tc->to_start + j), _CMP_LT_OQ);
+            }
+            if (!c) {
+                got += put8(w, j, m, _mm512_mul_pd(result, _mm512_loadu_pd(tc->factor + j)), out, bm);
+                cached++;
+                continue;
+            }
+        }
+        __m512i t0 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8);
+        __m512i t1 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, last, w->t, 8);
         __m512i end = times8(w, j, -w->off);
         __m512i startt = _mm512_sub_epi64(end, range);
         __m512d to_start = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t0, startt)), thousand);
         __m512d to_end = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(end, t1)), thousand);
         __m512d sampled = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t1, t0)), thousand);
         __m512d avg = _mm512_div_pd(sampled, _mm512_cvtepi64_pd(_mm512_sub_epi64(last, lo)));
-        if (is_counter) {
-            __mmask8 c =
-                _mm512_cmp_pd_mask(result, zero, _CMP_GT_OQ) & _mm512_cmp_pd_mask(v0, zero, _CMP_GE_OQ);
+        __m512d factor = rate_factor8(sampled, avg, to_start, to_end, is_rate, per_sec);
+        if (fill) {
+            _mm512_storeu_pd(tc->sampled + j, sampled);
+            _mm512_storeu_pd(tc->to_start + j, to_start);
+            _mm512_storeu_pd(tc->factor + j, factor);
+        }
+        if (c) {
             __m512d to_zero = _mm512_mul_pd(sampled, _mm512_div_pd(v0, result));
             c &= _mm512_cmp_pd_mask(to_zero, to_start, _CMP_LT_OQ);
-            to_start = _mm512_mask_blend_pd(c, to_start, to_zero);
+            if (c)
+                factor = _mm512_mask_blend_pd(c, factor,
+                                              rate_factor8(sampled, avg,
+                                                           _mm512_mask_blend_pd(c, to_start, to_zero), to_end,
+                                                           is_rate, per_sec));
         }
-        __m512d threshold = _mm512_mul_pd(avg, one_1);
-        __m512d half = _mm512_mul_pd(avg, point5); /* avg / 2 to the bit, without a division */
-        __m512d ext =
-            _mm512_add_pd(sampled, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_start, threshold, _CMP_LT_OQ),
-                                                        half, to_start));
-        ext = _mm512_add_pd(
-            ext, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(to_end, threshold, _CMP_LT_OQ), half, to_end));
-        __m512d factor = _mm512_div_pd(ext, sampled);
-        if (is_rate) factor = _mm512_div_pd(factor, vper);
         got += put8(w, j, m, _mm512_mul_pd(result, factor), out, bm);
     }
+    if (fill) {
+        tc->nw = w->nw;
+        tc->id = (int)id;
+    }
+    if (cached) __atomic_fetch_add(&pq__fn_windows_cached, cached, __ATOMIC_RELAXED);
     return got + plain(id, w, j, out, bm);
 }
 

@@ -13,7 +13,9 @@
  * (end - range, end] with end = step time - off, empty windows left out).
  * Each case runs through both paths: the vector one (where the CPU has
  * AVX-512F/DQ/VL: the test says which ran) and the plain one, and both
- * must equal pq_fn_range called per window. pq_agg_avg64 (avg's
+ * must equal pq_fn_range called per window, then twice more with other
+ * values over the same timestamps through a pq_wtimes (the figures the
+ * rate family keeps from the first round). pq_agg_avg64 (avg's
  * incremental mean in lanes) is compared with the scalar loop the same way.
  */
 #include <math.h>
@@ -43,6 +45,16 @@ static int same(double a, double b) {
 }
 
 enum { SHAPE_COUNTER, SHAPE_GAUGE, SHAPE_HOSTILE, SHAPE_CONST, SHAPE_NSHAPES };
+
+static int vector_unit(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
 
 static int64_t spacing = 30000; /* the usual gap between samples, ms */
 
@@ -94,7 +106,7 @@ static size_t make_windows(const int64_t *t, size_t n, int64_t start, int64_t st
 
 static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t nsteps, int64_t off,
                        int64_t range, size_t *ncompared) {
-    int64_t *t = malloc(n * sizeof *t);
+    int64_t *t = malloc(n * sizeof *t), *t2 = malloc(n * sizeof *t2);
     double *v = malloc(n * sizeof *v);
     uint32_t *lo = malloc(nsteps * sizeof *lo), *hi = malloc(nsteps * sizeof *hi),
              *k = malloc(nsteps * sizeof *k);
@@ -104,6 +116,7 @@ static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t 
     size_t words = (nsteps + 63) / 64;
     uint64_t *wbm = calloc(words, sizeof *wbm), *gbm[2];
     assert_non_null(t);
+    assert_non_null(t2);
     assert_non_null(v);
     assert_non_null(lo);
     assert_non_null(hi);
@@ -117,6 +130,7 @@ static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t 
         arg[i] = (i % 5 == 0) ? 3600 : (double)(int64_t)(rnd() % 20000) - 5000;
     int64_t start = t[0] - range / 2 + (int64_t)(rnd() % 20000);
     size_t nw = make_windows(t, n, start, step, nsteps, off, range, lo, hi, k);
+    pq_wtimes tc = {0};
     pq_windows w = {.t = t,
                     .v = v,
                     .n = n,
@@ -129,42 +143,55 @@ static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t 
                     .off = off,
                     .range = range,
                     .arg = id == PQ_F_PREDICT_LINEAR ? arg : NULL,
-                    .scratch = scr};
-    /* the reference: pq_fn_range window by window */
-    size_t nwant = 0;
-    for (size_t j = 0; j < nw; j++) {
-        int64_t ts = start + (int64_t)k[j] * step, maxt = ts - off;
-        double a = arg[k[j]], val;
-        int r = pq_fn_range(id, t + lo[j], v + lo[j], hi[j] - lo[j], maxt - range, maxt, ts, &a,
-                            id == PQ_F_PREDICT_LINEAR ? 1 : 0, &val);
-        if (r == 1) {
-            want[k[j]] = val;
-            wbm[k[j] >> 6] |= (uint64_t)1 << (k[j] & 63);
-            nwant++;
+                    .scratch = scr,
+                    .tc = &tc};
+    /* rounds 1 and 2: other values over the same timestamps, as the next
+     * series of a target comes, answered with what tc kept */
+    for (int round = 0; round < 3; round++) {
+        if (round > 0) {
+            make_series(shape, t2, v, n);
+            memset(want, 0, nsteps * sizeof *want);
+            memset(wbm, 0, words * sizeof *wbm);
         }
-    }
-    for (int path = 0; path < 2; path++) {
-        got[path] = calloc(nsteps, sizeof(double));
-        gbm[path] = calloc(words, sizeof(uint64_t));
-        assert_non_null(got[path]);
-        assert_non_null(gbm[path]);
-        pq__fn_windows_vector = path == 0;
-        size_t cnt = pq_fn_range_windows(id, &w, got[path], gbm[path]);
-        assert_int_equal(cnt, nwant);
-        assert_memory_equal(gbm[path], wbm, words * sizeof *wbm);
-        for (size_t i = 0; i < nsteps; i++) {
-            if (!(wbm[i >> 6] >> (i & 63) & 1)) continue;
-            if (!same(got[path][i], want[i])) {
-                fail_msg("fn %d shape %d path %s step %zu: %.17g, want %.17g", (int)id, shape,
-                         path == 0 ? "vector" : "plain", i, got[path][i], want[i]);
+        /* the reference: pq_fn_range window by window */
+        size_t nwant = 0;
+        for (size_t j = 0; j < nw; j++) {
+            int64_t ts = start + (int64_t)k[j] * step, maxt = ts - off;
+            double a = arg[k[j]], val;
+            int r = pq_fn_range(id, t + lo[j], v + lo[j], hi[j] - lo[j], maxt - range, maxt, ts, &a,
+                                id == PQ_F_PREDICT_LINEAR ? 1 : 0, &val);
+            if (r == 1) {
+                want[k[j]] = val;
+                wbm[k[j] >> 6] |= (uint64_t)1 << (k[j] & 63);
+                nwant++;
             }
-            (*ncompared)++;
         }
-        free(got[path]);
-        free(gbm[path]);
+        for (int path = 0; path < 2; path++) {
+            got[path] = calloc(nsteps, sizeof(double));
+            gbm[path] = calloc(words, sizeof(uint64_t));
+            assert_non_null(got[path]);
+            assert_non_null(gbm[path]);
+            pq__fn_windows_vector = path == 0;
+            tc.same = round > 0;
+            size_t cnt = pq_fn_range_windows(id, &w, got[path], gbm[path]);
+            assert_int_equal(cnt, nwant);
+            assert_memory_equal(gbm[path], wbm, words * sizeof *wbm);
+            for (size_t i = 0; i < nsteps; i++) {
+                if (!(wbm[i >> 6] >> (i & 63) & 1)) continue;
+                if (!same(got[path][i], want[i])) {
+                    fail_msg("fn %d shape %d round %d path %s step %zu: %.17g, want %.17g", (int)id, shape,
+                             round, path == 0 ? "vector" : "plain", i, got[path][i], want[i]);
+                }
+                (*ncompared)++;
+            }
+            free(got[path]);
+            free(gbm[path]);
+        }
     }
+    pq_wtimes_free(&tc);
     pq__fn_windows_vector = 1;
     free(t);
+    free(t2);
     free(v);
     free(lo);
     free(hi);
@@ -176,6 +203,7 @@ static void check_case(pq_func_id id, int shape, size_t n, int64_t step, size_t 
 }
 
 static void run_fn(pq_func_id id) {
+    size_t cached0 = pq__fn_windows_cached;
     static const int64_t ranges[] = {300000, 60000, 3600000, 90500, 1234};
     static const int64_t steps[] = {15000, 1000, 60000, 7000};
     static const int64_t offs[] = {0, 300000, -60000, 1};
@@ -194,6 +222,9 @@ static void run_fn(pq_func_id id) {
     /* tiny series: fewer windows than a group of lanes */
     for (size_t n = 1; n < 12; n++) check_case(id, SHAPE_COUNTER, n, 30000, 1 + n, 0, 300000, &compared);
     assert_true(compared > 10000);
+    /* the rate family answered groups from the timestamps' figures */
+    if (vector_unit() && (id == PQ_F_RATE || id == PQ_F_INCREASE || id == PQ_F_DELTA))
+        assert_true(pq__fn_windows_cached > cached0);
 }
 
 static void test_rate(void **state) {
@@ -265,14 +296,8 @@ static void test_which(void **state) {
     assert_true(pq_fn_range_windowed(PQ_F_PREDICT_LINEAR));
     assert_false(pq_fn_range_windowed(PQ_F_IRATE));
     assert_false(pq_fn_range_windowed(PQ_F_AVG_OVER_TIME));
-#if defined(__x86_64__)
-    __builtin_cpu_init();
     fprintf(stderr, "func_win: the vector path %s\n",
-            __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                    __builtin_cpu_supports("avx512vl")
-                ? "ran (AVX-512)"
-                : "did not run (no AVX-512 here): plain path only");
-#endif
+            vector_unit() ? "ran (AVX-512)" : "did not run (no AVX-512 here): plain path only");
 }
 
 int main(void) {
