@@ -96,6 +96,18 @@ VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d
     return got;
 }
 
+/* v[idx[l]] in the lanes of m, idx non-decreasing (the windows' first or
+ * last samples): one load and a permute when the eight lie within eight
+ * samples of idx[0], as they do when several steps fall between samples;
+ * else a gather. */
+VEC_TARGET static __m512d pick8(const double *v, size_t n, __m512i idx, uint32_t i0, uint32_t i7,
+                                __mmask8 m) {
+    if (i7 - i0 < 8 && (size_t)i0 + 8 <= n)
+        return _mm512_maskz_permutexvar_pd(m, _mm512_sub_epi64(idx, _mm512_set1_epi64(i0)),
+                                           _mm512_loadu_pd(v + i0));
+    return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), m, idx, v, 8);
+}
+
 /* The step times of windows j..j+7, plus delta: start + k * step + delta. */
 VEC_TARGET static __m512i times8(const pq_windows *w, size_t j, int64_t delta) {
     __m512i k = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w->k + j)));
@@ -136,9 +148,17 @@ static int wtimes_reserve(pq_wtimes *tc, size_t nw) {
  * group is computed whole) -- is computed per series. */
 VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *out, uint64_t *bm) {
     int is_counter = id != PQ_F_DELTA, is_rate = id == PQ_F_RATE;
-    /* resets before sample i (counters): scratch[i] */
+    /* resets before sample i (counters): scratch[i], counted only where a
+     * pass in lanes finds a decrease (most series have none) */
     uint32_t nresets = 0;
+    __mmask8 dec = 0;
+    size_t i8 = 1;
     if (is_counter) {
+        for (; i8 + 8 <= w->n && !dec; i8 += 8)
+            dec = _mm512_cmp_pd_mask(_mm512_loadu_pd(w->v + i8), _mm512_loadu_pd(w->v + i8 - 1), _CMP_LT_OQ);
+        for (; i8 < w->n && !dec; i8++) dec = w->v[i8] < w->v[i8 - 1];
+    }
+    if (dec) {
         w->scratch[0] = 0;
         for (size_t i = 1; i < w->n; i++) {
             nresets += w->v[i] < w->v[i - 1];
@@ -161,8 +181,8 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
         __m512i last = _mm512_sub_epi64(hi, one_i);
         __mmask8 m = _mm512_cmpgt_epi64_mask(last, lo); /* >= 2 samples */
         if (!m) continue;
-        __m512d v0 = _mm512_mask_i64gather_pd(zero, m, lo, w->v, 8);
-        __m512d v1 = _mm512_mask_i64gather_pd(zero, m, last, w->v, 8);
+        __m512d v0 = pick8(w->v, w->n, lo, w->lo[j], w->lo[j + 7], m);
+        __m512d v1 = pick8(w->v, w->n, last, w->hi[j] - 1, w->hi[j + 7] - 1, m);
         __m512d result = _mm512_sub_pd(v1, v0);
         if (nresets) {
             __m256i r0 =
