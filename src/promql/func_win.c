@@ -282,18 +282,31 @@ VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out,
             int64_t n = (int64_t)w->hi[j + (size_t)l] - w->lo[j + (size_t)l];
             if (n > maxn) maxn = n;
         }
-        __m512i idx = lo;
+        /* sample i of each window: lane l reads lo[j + l] + i. Where the
+         * eight windows start within eight samples (several steps between
+         * samples), one load from lo[j] + i and a fixed permute pick them;
+         * else gathers */
+        uint32_t lo0 = w->lo[j];
+        int perm = w->lo[j + 7] - lo0 < 8 && (size_t)lo0 + (size_t)maxn + 7 <= w->n;
+        __m512i pidx = _mm512_sub_epi64(lo, _mm512_set1_epi64(lo0)), idx = lo;
         for (int64_t i = 0; i < maxn; i++) {
             __mmask8 a = _mm512_cmpgt_epi64_mask(cnt, _mm512_set1_epi64(i)) & m;
-            __m512i t = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), a, idx, w->t, 8);
-            __m512d v = _mm512_mask_i64gather_pd(zero, a, idx, w->v, 8);
+            __m512i t;
+            __m512d v;
+            if (perm) {
+                t = _mm512_maskz_permutexvar_epi64(a, pidx, _mm512_loadu_si512(w->t + lo0 + i));
+                v = _mm512_maskz_permutexvar_pd(a, pidx, _mm512_loadu_pd(w->v + lo0 + i));
+            } else {
+                t = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), a, idx, w->t, 8);
+                v = _mm512_mask_i64gather_pd(zero, a, idx, w->v, 8);
+                idx = _mm512_add_epi64(idx, _mm512_set1_epi64(1));
+            }
             if (i > 0) const_y &= ~(_mm512_cmp_pd_mask(v, init_y, _CMP_NEQ_UQ) & a);
             __m512d x = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t, icpt)), thousand);
             kahan8(a, x, &sx, &cx);
             kahan8(a, v, &sy, &cy);
             kahan8(a, _mm512_mul_pd(x, v), &sxy, &cxy);
             kahan8(a, _mm512_mul_pd(x, x), &sx2, &cx2);
-            idx = _mm512_add_epi64(idx, _mm512_set1_epi64(1));
         }
         double a_sx[8], a_cx[8], a_sy[8], a_cy[8], a_sxy[8], a_cxy[8], a_sx2[8], a_cx2[8], a_iy[8];
         _mm512_storeu_pd(a_sx, sx);
