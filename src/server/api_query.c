@@ -32,6 +32,7 @@
  * `{"status":"success","data":[]}` when the query has a selector and 204
  * without one; its errors (times, then the parse) are checked the same.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,18 +195,47 @@ static void answer_error(api_ctx *c, const promql_result *r) {
  * whole answer; only the transfer is chunked. Compressed answers are
  * built whole (the compressor wants the buffer). From STREAM_MIN_POINTS
  * points (the environment's KELVIN_API_STREAM_MIN_POINTS overrides it:
- * tests stream every answer to compare the bytes with Prometheus's). */
-#define STREAM_PIECE      (128 * 1024)
-#define STREAM_MIN_POINTS 65536
+ * tests stream every answer to compare the bytes with Prometheus's).
+ *
+ * HELPER. From STREAM_HELP_MIN_POINTS points, with --query.threads > 1,
+ * the series are cut into blocks of about STREAM_BLOCK_POINTS points (by
+ * their point counts, before any is written). A helper thread and the
+ * sending thread both take the next block nobody has taken, at most
+ * STREAM_AHEAD ahead of the one being sent, and write it; the sending
+ * thread sends between blocks. Writing is most of a large answer's time
+ * (predict_linear's 310 MB: ~0.7 s after a 0.6 s evaluation), and two
+ * threads halve it. Each block is written whole by one thread into a
+ * slot of its own and sent in order, so the bytes are the same. The
+ * environment's KELVIN_API_STREAM_HELP_MIN_POINTS overrides the threshold,
+ * and blocks are then no larger (tests compare such answers' bytes). */
+#define STREAM_PIECE           (128 * 1024)
+#define STREAM_MIN_POINTS      65536
+#define STREAM_HELP_MIN_POINTS (1u << 20)
+#define STREAM_BLOCK_POINTS    16384
+#define STREAM_AHEAD           4
+
+typedef struct sblock {
+    base_buf buf;
+    int done;
+} sblock;
 
 typedef struct qstream {
     promql_result r;
     base_buf piece; /* what is being sent, from off */
     size_t off;
-    size_t next;   /* the next series to write */
+    size_t next;   /* the next series to write (without a helper) */
     base_buf tail; /* ']', the stats, the closing braces */
     int tail_done;
     ts_cache *tc;
+    /* with a helper */
+    size_t *bstart; /* block b is series [bstart[b], bstart[b + 1]) */
+    size_t nblocks, bsend, bclaim;
+    sblock slot[STREAM_AHEAD]; /* block b is written into slot b % STREAM_AHEAD */
+    ts_cache *htc;             /* the helper's */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int helper, quit;
 } qstream;
 
 static int stream_worth(const api_ctx *c, const promql_result *r) {
@@ -217,17 +247,75 @@ static int stream_worth(const api_ctx *c, const promql_result *r) {
     return points_at_least(r, min);
 }
 
+static void write_block(qstream *q, size_t b, base_buf *buf, ts_cache *tc) {
+    base_buf_reset(buf);
+    for (size_t i = q->bstart[b]; i < q->bstart[b + 1]; i++) write_series(buf, &q->r, i, tc);
+}
+
+static void *stream_helper(void *arg) {
+    qstream *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->quit && q->bclaim < q->nblocks && q->bclaim - q->bsend >= STREAM_AHEAD)
+            pthread_cond_wait(&q->cv, &q->mu);
+        if (q->quit || q->bclaim >= q->nblocks) break;
+        size_t b = q->bclaim++;
+        sblock *sb = &q->slot[b % STREAM_AHEAD];
+        pthread_mutex_unlock(&q->mu);
+        write_block(q, b, &sb->buf, q->htc);
+        pthread_mutex_lock(&q->mu);
+        sb->done = 1;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* The next piece into q->piece: the next block (the helper's, or written
+ * here), or series up to STREAM_PIECE bytes; then the tail. */
+static void next_piece(qstream *q) {
+    base_buf_reset(&q->piece);
+    q->off = 0;
+    if (q->helper && q->bsend < q->nblocks) {
+        pthread_mutex_lock(&q->mu);
+        sblock *sb = &q->slot[q->bsend % STREAM_AHEAD];
+        while (!sb->done) {
+            /* the block to send is the helper's, not written yet: write the
+             * next one nobody has taken meanwhile (the helper's code) */
+            if (q->bclaim < q->nblocks && q->bclaim - q->bsend < STREAM_AHEAD) {
+                size_t b = q->bclaim++;
+                sblock *wb = &q->slot[b % STREAM_AHEAD];
+                pthread_mutex_unlock(&q->mu);
+                write_block(q, b, &wb->buf, q->tc);
+                pthread_mutex_lock(&q->mu);
+                wb->done = 1;
+                pthread_cond_broadcast(&q->cv);
+                continue;
+            }
+            pthread_cond_wait(&q->cv, &q->mu);
+        }
+        base_buf t = q->piece; /* the block's buffer is sent; the sent one is the slot's */
+        q->piece = sb->buf;
+        sb->buf = t;
+        sb->done = 0;
+        q->bsend++;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+    } else if (!q->helper) {
+        while (q->piece.len < STREAM_PIECE && q->next < q->r.nseries)
+            write_series(&q->piece, &q->r, q->next++, q->tc);
+    }
+    int last = q->helper ? q->bsend == q->nblocks : q->next == q->r.nseries;
+    if (last && !q->tail_done) {
+        base_buf_append(&q->piece, q->tail.data, q->tail.len);
+        q->tail_done = 1;
+    }
+}
+
 static long stream_fill(void *arg, char *buf, size_t max) {
     qstream *q = arg;
     while (q->off == q->piece.len) {
-        base_buf_reset(&q->piece);
-        q->off = 0;
-        while (q->piece.len < STREAM_PIECE && q->next < q->r.nseries)
-            write_series(&q->piece, &q->r, q->next++, q->tc);
-        if (q->next == q->r.nseries && !q->tail_done) {
-            base_buf_append(&q->piece, q->tail.data, q->tail.len);
-            q->tail_done = 1;
-        }
+        next_piece(q);
         if (base_buf_err(&q->piece)) return -1; /* out of memory: the connection is cut */
         if (q->piece.len == 0) return 0;
     }
@@ -240,11 +328,80 @@ static long stream_fill(void *arg, char *buf, size_t max) {
 
 static void stream_free(void *arg) {
     qstream *q = arg;
+    if (q->helper) {
+        pthread_mutex_lock(&q->mu);
+        q->quit = 1;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->th, NULL);
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+    }
+    for (size_t i = 0; i < STREAM_AHEAD; i++) base_buf_free(&q->slot[i].buf);
+    free(q->bstart);
+    free(q->htc);
     promql_result_free(&q->r);
     base_buf_free(&q->piece);
     base_buf_free(&q->tail);
     free(q->tc);
     free(q);
+}
+
+/* Starts the helper where the answer is worth one; without one (or
+ * without memory or a thread) the sending thread writes everything. */
+static void stream_help(qstream *q, int64_t threads) {
+    size_t min = STREAM_HELP_MIN_POINTS;
+    const char *env = getenv("KELVIN_API_STREAM_HELP_MIN_POINTS");
+    if (env) min = (size_t)strtoull(env, NULL, 10);
+    size_t block = min < STREAM_BLOCK_POINTS ? (min ? min : 1) : STREAM_BLOCK_POINTS;
+    if (threads < 2 || !points_at_least(&q->r, min)) return;
+    size_t cap = 64, nb = 0, pts = 0;
+    size_t *bs = malloc(cap * sizeof *bs);
+    if (!bs) return;
+    bs[nb++] = 0;
+    for (size_t i = 0; i < q->r.nseries; i++) {
+        pts += q->r.series[i].n + 1;
+        if (pts < block && i + 1 < q->r.nseries) continue;
+        if (nb == cap) {
+            size_t *n2 = realloc(bs, 2 * cap * sizeof *bs);
+            if (!n2) {
+                free(bs);
+                return;
+            }
+            bs = n2;
+            cap *= 2;
+        }
+        bs[nb++] = i + 1;
+        pts = 0;
+    }
+    q->htc = ts_cache_for(&q->r); /* NULL: timestamps written point by point */
+    if (pthread_mutex_init(&q->mu, NULL) != 0) {
+        free(bs);
+        free(q->htc);
+        q->htc = NULL;
+        return;
+    }
+    if (pthread_cond_init(&q->cv, NULL) != 0) {
+        pthread_mutex_destroy(&q->mu);
+        free(bs);
+        free(q->htc);
+        q->htc = NULL;
+        return;
+    }
+    q->bstart = bs;
+    q->nblocks = nb - 1;
+    for (size_t i = 0; i < STREAM_AHEAD; i++) base_buf_init(&q->slot[i].buf, 0);
+    if (pthread_create(&q->th, NULL, stream_helper, q) != 0) {
+        pthread_cond_destroy(&q->cv);
+        pthread_mutex_destroy(&q->mu);
+        free(q->htc);
+        free(bs);
+        q->htc = NULL;
+        q->bstart = NULL;
+        q->nblocks = 0;
+        return;
+    }
+    q->helper = 1;
 }
 
 /* Takes r over. */
@@ -271,6 +428,7 @@ static void stream_answer(api_ctx *c, promql_result *r, int stats, int64_t parse
         server__api_error(c, 500, "internal", "out of memory", strlen("out of memory"));
         return;
     }
+    stream_help(q, c->s->flags.query_threads);
     http_respond_stream(c->resp, 200, SERVER_CT_JSON, stream_fill, q, stream_free);
 }
 

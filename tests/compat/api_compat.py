@@ -21,8 +21,10 @@ and the same requests go to both. Compared:
   encodings, unknown paths, wrong methods (405 with Allow), OPTIONS;
 - gzip and deflate: the decompressed bodies (answers built whole), while
   every plain query answer with a point is streamed
-  (KELVIN_API_STREAM_MIN_POINTS=1: written while sent, chunked), so both
-  ways of writing an answer are compared byte for byte;
+  (KELVIN_API_STREAM_MIN_POINTS=1: written while sent, chunked), those of
+  2 points or more by a helper thread and the sending thread in blocks
+  (KELVIN_API_STREAM_HELP_MIN_POINTS=2), so all three ways of writing an
+  answer are compared byte for byte;
 - status endpoints: shapes (field names and order, value types) where the
   values differ by nature (build, flags, runtime);
 - admin: delete_series (204), then both list the same series and answer
@@ -42,6 +44,8 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ["KELVIN_API_STREAM_MIN_POINTS"] = "1"  # the kelvin server started below inherits it
+# answers of 2 points or more are written by two threads in blocks of 2 points
+os.environ["KELVIN_API_STREAM_HELP_MIN_POINTS"] = "2"
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import kelvintest as kt  # noqa: E402
