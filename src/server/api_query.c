@@ -252,21 +252,26 @@ static void write_block(qstream *q, size_t b, base_buf *buf, ts_cache *tc) {
     for (size_t i = q->bstart[b]; i < q->bstart[b + 1]; i++) write_series(buf, &q->r, i, tc);
 }
 
+/* With q->mu held: takes the next block nobody has taken, if one is
+ * free to write (at most STREAM_AHEAD ahead of the one being sent),
+ * writes it without the lock and marks it done: 1; else 0. */
+static int take_block(qstream *q, ts_cache *tc) {
+    if (q->bclaim >= q->nblocks || q->bclaim - q->bsend >= STREAM_AHEAD) return 0;
+    size_t b = q->bclaim++;
+    sblock *sb = &q->slot[b % STREAM_AHEAD];
+    pthread_mutex_unlock(&q->mu);
+    write_block(q, b, &sb->buf, tc);
+    pthread_mutex_lock(&q->mu);
+    sb->done = 1;
+    pthread_cond_broadcast(&q->cv);
+    return 1;
+}
+
 static void *stream_helper(void *arg) {
     qstream *q = arg;
     pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->quit && q->bclaim < q->nblocks && q->bclaim - q->bsend >= STREAM_AHEAD)
-            pthread_cond_wait(&q->cv, &q->mu);
-        if (q->quit || q->bclaim >= q->nblocks) break;
-        size_t b = q->bclaim++;
-        sblock *sb = &q->slot[b % STREAM_AHEAD];
-        pthread_mutex_unlock(&q->mu);
-        write_block(q, b, &sb->buf, q->htc);
-        pthread_mutex_lock(&q->mu);
-        sb->done = 1;
-        pthread_cond_broadcast(&q->cv);
-    }
+    while (!q->quit && q->bclaim < q->nblocks)
+        if (!take_block(q, q->htc)) pthread_cond_wait(&q->cv, &q->mu);
     pthread_mutex_unlock(&q->mu);
     return NULL;
 }
@@ -279,21 +284,10 @@ static void next_piece(qstream *q) {
     if (q->helper && q->bsend < q->nblocks) {
         pthread_mutex_lock(&q->mu);
         sblock *sb = &q->slot[q->bsend % STREAM_AHEAD];
-        while (!sb->done) {
-            /* the block to send is the helper's, not written yet: write the
-             * next one nobody has taken meanwhile (the helper's code) */
-            if (q->bclaim < q->nblocks && q->bclaim - q->bsend < STREAM_AHEAD) {
-                size_t b = q->bclaim++;
-                sblock *wb = &q->slot[b % STREAM_AHEAD];
-                pthread_mutex_unlock(&q->mu);
-                write_block(q, b, &wb->buf, q->tc);
-                pthread_mutex_lock(&q->mu);
-                wb->done = 1;
-                pthread_cond_broadcast(&q->cv);
-                continue;
-            }
-            pthread_cond_wait(&q->cv, &q->mu);
-        }
+        /* until the block to send is written (by the helper, or here when
+         * nobody had taken it), write the next one nobody has taken */
+        while (!sb->done)
+            if (!take_block(q, q->tc)) pthread_cond_wait(&q->cv, &q->mu);
         base_buf t = q->piece; /* the block's buffer is sent; the sent one is the slot's */
         q->piece = sb->buf;
         sb->buf = t;
