@@ -10,7 +10,10 @@
  * lookback, not a stale marker) while reading them in batches. A range
  * function reads the samples of the union of its windows (stale markers
  * dropped), slides the window with two cursors (each sample enters and
- * leaves once) and calls pq_fn_range per step.
+ * leaves once) and calls pq_fn_range per step. A series whose timestamps
+ * equal the previous one's in the same part (the series of one target
+ * share their scrapes') reuses its windows and what pq_fn_range_windows
+ * kept from them (pq_wtimes).
  *
  * THREADS (opts.threads > 1, selectors and range functions over a matrix
  * selector, from pq__stream_thread_min_steps steps). Part k of T opens

@@ -15,9 +15,17 @@
  * fused multiply-add would round differently from Go.
  *
  * Counter resets: a window's raw difference needs the values before its
- * resets; a prefix count of resets over the series (scratch) tells which
- * windows have none (the common case, computed in lanes) and the others
- * take pq__rate_delta's scalar loop.
+ * resets; a prefix count of resets over the series (scratch, counted
+ * only when the series decreases somewhere) tells which windows have
+ * none (the common case, computed in lanes) and the others take
+ * pq__rate_delta's scalar loop.
+ *
+ * Timestamps alone: the rate family's sampled interval, distance to the
+ * start and extrapolation factor are kept in the caller's pq_wtimes and
+ * reused for the next series with the same timestamps (a target's
+ * series), the same bits as computing them again. Samples: where a
+ * group's eight windows start within eight samples, one load and a
+ * permute fetch them instead of a gather (gathers dominated the kernels).
  *
  * Without AVX-512F/DQ/VL (checked once at run time), or with
  * pq__fn_windows_vector = 0, every window goes through pq_fn_range.
