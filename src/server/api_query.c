@@ -369,33 +369,22 @@ static void stream_help(qstream *q, int64_t threads) {
         pts = 0;
     }
     q->htc = ts_cache_for(&q->r); /* NULL: timestamps written point by point */
-    if (pthread_mutex_init(&q->mu, NULL) != 0) {
-        free(bs);
-        free(q->htc);
-        q->htc = NULL;
-        return;
-    }
-    if (pthread_cond_init(&q->cv, NULL) != 0) {
-        pthread_mutex_destroy(&q->mu);
-        free(bs);
-        free(q->htc);
-        q->htc = NULL;
-        return;
-    }
     q->bstart = bs;
     q->nblocks = nb - 1;
     for (size_t i = 0; i < STREAM_AHEAD; i++) base_buf_init(&q->slot[i].buf, 0);
-    if (pthread_create(&q->th, NULL, stream_helper, q) != 0) {
-        pthread_cond_destroy(&q->cv);
-        pthread_mutex_destroy(&q->mu);
-        free(q->htc);
-        free(bs);
-        q->htc = NULL;
-        q->bstart = NULL;
-        q->nblocks = 0;
+    int mu = pthread_mutex_init(&q->mu, NULL) == 0;
+    int cv = mu && pthread_cond_init(&q->cv, NULL) == 0;
+    if (cv && pthread_create(&q->th, NULL, stream_helper, q) == 0) {
+        q->helper = 1;
         return;
     }
-    q->helper = 1;
+    if (cv) pthread_cond_destroy(&q->cv);
+    if (mu) pthread_mutex_destroy(&q->mu);
+    free(q->htc);
+    free(q->bstart);
+    q->htc = NULL;
+    q->bstart = NULL;
+    q->nblocks = 0;
 }
 
 /* Takes r over. */
