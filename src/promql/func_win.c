@@ -104,16 +104,22 @@ VEC_TARGET static size_t put8(const pq_windows *w, size_t j, __mmask8 m, __m512d
     return got;
 }
 
-/* v[idx[l]] in the lanes of m, idx non-decreasing (the windows' first or
- * last samples): one load and a permute when the eight lie within eight
- * samples of idx[0], as they do when several steps fall between samples;
+/* a[idx[l]] (eight-byte elements: int64 or double) in the lanes of m,
+ * idx non-decreasing (the windows' first, last or i-th samples): one load
+ * and a permute when the eight lie within eight elements of idx[0] = i0
+ * (i7 = idx[7]), as they do when several steps fall between samples;
  * else a gather. */
-VEC_TARGET static __m512d pick8(const double *v, size_t n, __m512i idx, uint32_t i0, uint32_t i7,
-                                __mmask8 m) {
+VEC_TARGET static inline __m512i pick8(const void *a, size_t n, __m512i idx, uint32_t i0, uint32_t i7,
+                                       __mmask8 m) {
     if (i7 - i0 < 8 && (size_t)i0 + 8 <= n)
-        return _mm512_maskz_permutexvar_pd(m, _mm512_sub_epi64(idx, _mm512_set1_epi64(i0)),
-                                           _mm512_loadu_pd(v + i0));
-    return _mm512_mask_i64gather_pd(_mm512_setzero_pd(), m, idx, v, 8);
+        return _mm512_maskz_permutexvar_epi64(m, _mm512_sub_epi64(idx, _mm512_set1_epi64(i0)),
+                                              _mm512_loadu_si512((const int64_t *)a + i0));
+    return _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, idx, a, 8);
+}
+
+VEC_TARGET static inline __m512d pick8_pd(const double *v, size_t n, __m512i idx, uint32_t i0, uint32_t i7,
+                                          __mmask8 m) {
+    return _mm512_castsi512_pd(pick8(v, n, idx, i0, i7, m));
 }
 
 /* The step times of windows j..j+7, plus delta: start + k * step + delta. */
@@ -189,8 +195,9 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
         __m512i last = _mm512_sub_epi64(hi, one_i);
         __mmask8 m = _mm512_cmpgt_epi64_mask(last, lo); /* >= 2 samples */
         if (!m) continue;
-        __m512d v0 = pick8(w->v, w->n, lo, w->lo[j], w->lo[j + 7], m);
-        __m512d v1 = pick8(w->v, w->n, last, w->hi[j] - 1, w->hi[j + 7] - 1, m);
+        uint32_t lo0 = w->lo[j], lo7 = w->lo[j + 7], last0 = w->hi[j] - 1, last7 = w->hi[j + 7] - 1;
+        __m512d v0 = pick8_pd(w->v, w->n, lo, lo0, lo7, m);
+        __m512d v1 = pick8_pd(w->v, w->n, last, last0, last7, m);
         __m512d result = _mm512_sub_pd(v1, v0);
         if (nresets) {
             __m256i r0 =
@@ -225,8 +232,8 @@ VEC_TARGET static size_t rate_vec(pq_func_id id, const pq_windows *w, double *ou
                 continue;
             }
         }
-        __m512i t0 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8);
-        __m512i t1 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, last, w->t, 8);
+        __m512i t0 = pick8(w->t, w->n, lo, lo0, lo7, m);
+        __m512i t1 = pick8(w->t, w->n, last, last0, last7, m);
         __m512i end = times8(w, j, -w->off);
         __m512i startt = _mm512_sub_epi64(end, range);
         __m512d to_start = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t0, startt)), thousand);
@@ -280,9 +287,9 @@ VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out,
         __m512i cnt = _mm512_sub_epi64(hi, lo);
         __mmask8 m = _mm512_cmpgt_epi64_mask(cnt, _mm512_set1_epi64(1)); /* >= 2 samples */
         if (!m) continue;
-        __m512i icpt = id == PQ_F_DERIV ? _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), m, lo, w->t, 8)
-                                        : times8(w, j, 0);
-        __m512d init_y = _mm512_mask_i64gather_pd(zero, m, lo, w->v, 8);
+        uint32_t lo0 = w->lo[j], lo7 = w->lo[j + 7];
+        __m512i icpt = id == PQ_F_DERIV ? pick8(w->t, w->n, lo, lo0, lo7, m) : times8(w, j, 0);
+        __m512d init_y = pick8_pd(w->v, w->n, lo, lo0, lo7, m);
         __m512d sx = zero, cx = zero, sy = zero, cy = zero, sxy = zero, cxy = zero, sx2 = zero, cx2 = zero;
         __mmask8 const_y = m;
         int64_t maxn = 0;
@@ -290,25 +297,14 @@ VEC_TARGET static size_t lr_vec(pq_func_id id, const pq_windows *w, double *out,
             int64_t n = (int64_t)w->hi[j + (size_t)l] - w->lo[j + (size_t)l];
             if (n > maxn) maxn = n;
         }
-        /* sample i of each window: lane l reads lo[j + l] + i. Where the
-         * eight windows start within eight samples (several steps between
-         * samples), one load from lo[j] + i and a fixed permute pick them;
-         * else gathers */
-        uint32_t lo0 = w->lo[j];
-        int perm = w->lo[j + 7] - lo0 < 8 && (size_t)lo0 + (size_t)maxn + 7 <= w->n;
-        __m512i pidx = _mm512_sub_epi64(lo, _mm512_set1_epi64(lo0)), idx = lo;
+        /* sample i of each window: lane l reads lo[j + l] + i */
+        __m512i idx = lo;
         for (int64_t i = 0; i < maxn; i++) {
             __mmask8 a = _mm512_cmpgt_epi64_mask(cnt, _mm512_set1_epi64(i)) & m;
-            __m512i t;
-            __m512d v;
-            if (perm) {
-                t = _mm512_maskz_permutexvar_epi64(a, pidx, _mm512_loadu_si512(w->t + lo0 + i));
-                v = _mm512_maskz_permutexvar_pd(a, pidx, _mm512_loadu_pd(w->v + lo0 + i));
-            } else {
-                t = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), a, idx, w->t, 8);
-                v = _mm512_mask_i64gather_pd(zero, a, idx, w->v, 8);
-                idx = _mm512_add_epi64(idx, _mm512_set1_epi64(1));
-            }
+            uint32_t i0 = lo0 + (uint32_t)i, i7 = lo7 + (uint32_t)i;
+            __m512i t = pick8(w->t, w->n, idx, i0, i7, a);
+            __m512d v = pick8_pd(w->v, w->n, idx, i0, i7, a);
+            idx = _mm512_add_epi64(idx, _mm512_set1_epi64(1));
             if (i > 0) const_y &= ~(_mm512_cmp_pd_mask(v, init_y, _CMP_NEQ_UQ) & a);
             __m512d x = _mm512_div_pd(_mm512_cvtepi64_pd(_mm512_sub_epi64(t, icpt)), thousand);
             kahan8(a, x, &sx, &cx);
