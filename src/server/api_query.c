@@ -188,30 +188,31 @@ static void answer_error(api_ctx *c, const promql_result *r) {
 
 /* ---- streamed answers -------------------------------------------------------- */
 
-/* A large vector or matrix is written while it is sent, a few series at a
- * time into one reused buffer, instead of whole into one growing buffer:
- * the growth's copies and page faults cost more than the writing itself
- * (a 310 MB predict_linear answer: ~1 s of 4). The bytes are those of the
- * whole answer; only the transfer is chunked. Compressed answers are
- * built whole (the compressor wants the buffer). From STREAM_MIN_POINTS
- * points (the environment's KELVIN_API_STREAM_MIN_POINTS overrides it:
- * tests stream every answer to compare the bytes with Prometheus's).
+/* A large vector or matrix is written while it is sent, a block of
+ * series at a time into reused buffers, instead of whole into one
+ * growing buffer: the growth's copies and page faults cost more than the
+ * writing itself (a 310 MB predict_linear answer: ~1 s of 4). The bytes
+ * are those of the whole answer; only the transfer is chunked.
+ * Compressed answers are built whole (the compressor wants the buffer).
+ * From STREAM_MIN_POINTS points (the environment's
+ * KELVIN_API_STREAM_MIN_POINTS overrides it: tests stream every answer to
+ * compare the bytes with Prometheus's).
  *
- * HELPER. From STREAM_HELP_MIN_POINTS points, with --query.threads > 1,
- * the series are cut into blocks of about STREAM_BLOCK_POINTS points (by
- * their point counts, before any is written). A helper thread and the
- * sending thread both take the next block nobody has taken, at most
- * STREAM_AHEAD ahead of the one being sent, and write it; the sending
- * thread sends between blocks. Writing is most of a large answer's time
- * (predict_linear's 310 MB: ~0.7 s after a 0.6 s evaluation), and two
- * threads halve it. Each block is written whole by one thread into a
- * slot of its own and sent in order, so the bytes are the same. The
- * environment's KELVIN_API_STREAM_HELP_MIN_POINTS overrides the threshold,
- * and blocks are then no larger (tests compare such answers' bytes). */
-#define STREAM_PIECE           (128 * 1024)
+ * BLOCKS. The series are cut into blocks of about STREAM_BLOCK_POINTS
+ * points (~130 KB of JSON), by their point counts before any is written.
+ * Whoever writes takes the next block nobody has taken, at most
+ * STREAM_AHEAD ahead of the one being sent, and writes it whole into a
+ * slot of its own; blocks are sent in order. The sending thread writes
+ * when the block to send is not written yet. From STREAM_HELP_MIN_POINTS
+ * points, with --query.threads > 1, a helper thread writes blocks too:
+ * writing is most of a large answer's time (predict_linear's 310 MB:
+ * ~0.7 s after a 0.6 s evaluation), and two threads halve it. The
+ * environment's KELVIN_API_STREAM_HELP_MIN_POINTS overrides that
+ * threshold, and blocks are then no larger (tests compare such answers'
+ * bytes). */
 #define STREAM_MIN_POINTS      65536
 #define STREAM_HELP_MIN_POINTS (1u << 20)
-#define STREAM_BLOCK_POINTS    16384
+#define STREAM_BLOCK_POINTS    4096
 #define STREAM_AHEAD           4
 
 typedef struct sblock {
@@ -223,19 +224,16 @@ typedef struct qstream {
     promql_result r;
     base_buf piece; /* what is being sent, from off */
     size_t off;
-    size_t next;   /* the next series to write (without a helper) */
     base_buf tail; /* ']', the stats, the closing braces */
     int tail_done;
-    ts_cache *tc;
-    /* with a helper */
     size_t *bstart; /* block b is series [bstart[b], bstart[b + 1]) */
     size_t nblocks, bsend, bclaim;
     sblock slot[STREAM_AHEAD]; /* block b is written into slot b % STREAM_AHEAD */
-    ts_cache *htc;             /* the helper's */
-    pthread_t th;
+    ts_cache *tc, *htc;        /* the sending thread's, the helper's */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int helper, quit;
+    int sync_init, helper, quit;
+    pthread_t th;
 } qstream;
 
 static int stream_worth(const api_ctx *c, const promql_result *r) {
@@ -253,8 +251,7 @@ static void write_block(qstream *q, size_t b, base_buf *buf, ts_cache *tc) {
 }
 
 /* With q->mu held: takes the next block nobody has taken, if one is
- * free to write (at most STREAM_AHEAD ahead of the one being sent),
- * writes it without the lock and marks it done: 1; else 0. */
+ * free to write, writes it without the lock and marks it done: 1; else 0. */
 static int take_block(qstream *q, ts_cache *tc) {
     if (q->bclaim >= q->nblocks || q->bclaim - q->bsend >= STREAM_AHEAD) return 0;
     size_t b = q->bclaim++;
@@ -276,12 +273,11 @@ static void *stream_helper(void *arg) {
     return NULL;
 }
 
-/* The next piece into q->piece: the next block (the helper's, or written
- * here), or series up to STREAM_PIECE bytes; then the tail. */
+/* The next piece into q->piece: the next block, then the tail. */
 static void next_piece(qstream *q) {
     base_buf_reset(&q->piece);
     q->off = 0;
-    if (q->helper && q->bsend < q->nblocks) {
+    if (q->bsend < q->nblocks) {
         pthread_mutex_lock(&q->mu);
         sblock *sb = &q->slot[q->bsend % STREAM_AHEAD];
         /* until the block to send is written (by the helper, or here when
@@ -295,12 +291,8 @@ static void next_piece(qstream *q) {
         q->bsend++;
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
-    } else if (!q->helper) {
-        while (q->piece.len < STREAM_PIECE && q->next < q->r.nseries)
-            write_series(&q->piece, &q->r, q->next++, q->tc);
     }
-    int last = q->helper ? q->bsend == q->nblocks : q->next == q->r.nseries;
-    if (last && !q->tail_done) {
+    if (q->bsend == q->nblocks && !q->tail_done) {
         base_buf_append(&q->piece, q->tail.data, q->tail.len);
         q->tail_done = 1;
     }
@@ -328,6 +320,8 @@ static void stream_free(void *arg) {
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
         pthread_join(q->th, NULL);
+    }
+    if (q->sync_init) {
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
     }
@@ -341,50 +335,21 @@ static void stream_free(void *arg) {
     free(q);
 }
 
-/* Starts the helper where the answer is worth one; without one (or
- * without memory or a thread) the sending thread writes everything. */
-static void stream_help(qstream *q, int64_t threads) {
-    size_t min = STREAM_HELP_MIN_POINTS;
-    const char *env = getenv("KELVIN_API_STREAM_HELP_MIN_POINTS");
-    if (env) min = (size_t)strtoull(env, NULL, 10);
-    size_t block = min < STREAM_BLOCK_POINTS ? (min ? min : 1) : STREAM_BLOCK_POINTS;
-    if (threads < 2 || !points_at_least(&q->r, min)) return;
-    size_t cap = 64, nb = 0, pts = 0;
-    size_t *bs = malloc(cap * sizeof *bs);
-    if (!bs) return;
-    bs[nb++] = 0;
+/* Cuts the series into blocks of at least `block` points (the last may
+ * hold fewer; a series is never cut); 0 or BASE_E_NOMEM. */
+static int stream_blocks(qstream *q, size_t block) {
+    q->bstart = malloc((q->r.nseries + 1) * sizeof *q->bstart);
+    if (!q->bstart) return BASE_E_NOMEM;
+    size_t nb = 0, pts = 0;
+    q->bstart[nb++] = 0;
     for (size_t i = 0; i < q->r.nseries; i++) {
         pts += q->r.series[i].n + 1;
         if (pts < block && i + 1 < q->r.nseries) continue;
-        if (nb == cap) {
-            size_t *n2 = realloc(bs, 2 * cap * sizeof *bs);
-            if (!n2) {
-                free(bs);
-                return;
-            }
-            bs = n2;
-            cap *= 2;
-        }
-        bs[nb++] = i + 1;
+        q->bstart[nb++] = i + 1;
         pts = 0;
     }
-    q->htc = ts_cache_for(&q->r); /* NULL: timestamps written point by point */
-    q->bstart = bs;
     q->nblocks = nb - 1;
-    for (size_t i = 0; i < STREAM_AHEAD; i++) base_buf_init(&q->slot[i].buf, 0);
-    int mu = pthread_mutex_init(&q->mu, NULL) == 0;
-    int cv = mu && pthread_cond_init(&q->cv, NULL) == 0;
-    if (cv && pthread_create(&q->th, NULL, stream_helper, q) == 0) {
-        q->helper = 1;
-        return;
-    }
-    if (cv) pthread_cond_destroy(&q->cv);
-    if (mu) pthread_mutex_destroy(&q->mu);
-    free(q->htc);
-    free(q->bstart);
-    q->htc = NULL;
-    q->bstart = NULL;
-    q->nblocks = 0;
+    return 0;
 }
 
 /* Takes r over. */
@@ -396,9 +361,14 @@ static void stream_answer(api_ctx *c, promql_result *r, int stats, int64_t parse
         return;
     }
     q->r = *r;
-    q->tc = ts_cache_for(r);
+    size_t help = STREAM_HELP_MIN_POINTS;
+    const char *env = getenv("KELVIN_API_STREAM_HELP_MIN_POINTS");
+    if (env) help = (size_t)strtoull(env, NULL, 10);
+    size_t block = help < STREAM_BLOCK_POINTS ? (help ? help : 1) : STREAM_BLOCK_POINTS;
+    q->tc = ts_cache_for(r); /* NULL: timestamps written point by point */
     base_buf_init(&q->piece, 0);
     base_buf_init(&q->tail, 0);
+    for (size_t i = 0; i < STREAM_AHEAD; i++) base_buf_init(&q->slot[i].buf, 0);
     server__api_begin(&q->piece);
     base_buf_puts(&q->piece, "{\"resultType\":\"");
     base_buf_puts(&q->piece, promql_vtype_str(r->type));
@@ -406,12 +376,22 @@ static void stream_answer(api_ctx *c, promql_result *r, int stats, int64_t parse
     base_buf_putc(&q->tail, ']');
     if (stats) write_stats(&q->tail, r, parse_ns, exec_ns);
     base_buf_puts(&q->tail, "}}");
-    if (base_buf_err(&q->piece) || base_buf_err(&q->tail)) {
+    if (pthread_mutex_init(&q->mu, NULL) == 0) {
+        if (pthread_cond_init(&q->cv, NULL) == 0)
+            q->sync_init = 1;
+        else
+            pthread_mutex_destroy(&q->mu);
+    }
+    if (!q->sync_init || stream_blocks(q, block) < 0 || base_buf_err(&q->piece) || base_buf_err(&q->tail)) {
         stream_free(q);
         server__api_error(c, 500, "internal", "out of memory", strlen("out of memory"));
         return;
     }
-    stream_help(q, c->s->flags.query_threads);
+    /* the helper, where worth one; without it the sending thread writes all */
+    if (c->s->flags.query_threads > 1 && points_at_least(&q->r, help)) {
+        q->htc = ts_cache_for(&q->r);
+        q->helper = pthread_create(&q->th, NULL, stream_helper, q) == 0;
+    }
     http_respond_stream(c->resp, 200, SERVER_CT_JSON, stream_fill, q, stream_free);
 }
 
