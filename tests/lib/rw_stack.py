@@ -350,7 +350,7 @@ def finish(fail, work, name, kind):
     failure) and reports the test's checks, naming Prometheus as the sender."""
     kt.stop_all()
     if not fail.items:
-        shutil.rmtree(work, ignore_errors=True)
+        rmtree(work)
     else:
         print("work dir kept:", work)
     fail.finish(name + (" (prometheus as the sender)" if kind == "prometheus" else ""))
